@@ -1,0 +1,3 @@
+from olmtool.cli import main
+
+main()

@@ -1,0 +1,60 @@
+"""The ``olmtool`` command line: argument parsing and rendering over the library."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from olmtool import __version__
+from olmtool.cli import crd, placeholders
+from olmtool.cli.output import error
+from olmtool.errors import OlmtoolError
+
+app = typer.Typer(
+    name="olmtool",
+    help=(
+        "Package Kubernetes operators for the Operator Lifecycle Manager (OLM): CRDs from "
+        "Python schemas, bundles, file-based catalogs.\n\n"
+        "Example: olmtool crd generate --check"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(crd.app, name="crd")
+app.add_typer(placeholders.bundle_app, name="bundle")
+app.add_typer(placeholders.catalog_app, name="catalog")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"olmtool {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        help="Print the version and exit.",
+        callback=_show_version,
+        is_eager=True,
+    ),
+) -> None:
+    """Exit codes: 0 ok, 1 findings or failure, 2 usage error."""
+
+
+def main() -> None:
+    """Console entry point: user errors become one line on stderr and exit code 1."""
+    try:
+        app()
+    except OlmtoolError as exc:
+        error(str(exc))
+        sys.exit(1)
+    except KeyboardInterrupt:
+        error("interrupted")
+        sys.exit(130)

@@ -1,0 +1,83 @@
+"""The project file, ``olmtool.yaml``: where an operator's schemas and outputs live.
+
+Example::
+
+    crd:
+      paths: [operator]              # put on sys.path to import the schemas
+      modules: [etcd_operator.api]   # modules (or .py files) declaring CustomResources
+      output: operator/config/crd    # where generated CRDs go
+
+Paths are relative to the directory holding ``olmtool.yaml``. Commands look for the
+file in the current directory and its parents, or take ``--config``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from olmtool import yamlio
+from olmtool.errors import InputError
+
+CONFIG_NAME = "olmtool.yaml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CrdSettings(_Section):
+    modules: list[str] = Field(min_length=1)
+    paths: list[str] = []
+    output: str = "config/crd"
+
+
+class Settings(_Section):
+    crd: CrdSettings | None = None
+
+
+@dataclass(frozen=True)
+class Project:
+    """A loaded ``olmtool.yaml`` and the directory its paths are relative to."""
+
+    settings: Settings
+    root: Path
+    file: Path
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """``olmtool.yaml`` in ``start`` (default: the working directory) or its parents."""
+    here = (start or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_project(config: Path | None = None) -> Project:
+    """Load the project file, from ``config`` or found by :func:`find_config`."""
+    path = config or find_config()
+    if path is None:
+        raise InputError(
+            f"no {CONFIG_NAME} in this directory or its parents; pass --config or the "
+            "schema modules on the command line"
+        )
+    data = yamlio.load(path)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"must be a mapping, not {type(data).__name__}", path=path, line=1)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"])
+        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        raise InputError(f"{loc}: {message}", path=path, line=yamlio.line_at(data, loc)) from None
+    return Project(settings=settings, root=path.parent, file=path)

@@ -1,0 +1,87 @@
+"""CustomResourceDefinitions from typed Python schemas (what controller-gen does for Go).
+
+Declare the API once with pydantic models and markers::
+
+    from typing import Annotated
+    from pydantic import Field
+    from olmtool import crd
+
+    class Spec(crd.Schema):
+        replicas: Annotated[int, Field(ge=1, le=7)] = 3
+        storage_size: crd.Quantity = "1Gi"
+
+    etcd_cluster = crd.CustomResource(
+        group="etcd.olmtool.dev", kind="EtcdCluster",
+        versions=(crd.Version(name="v1beta1", spec=Spec, storage=True),),
+    )
+
+then ``olmtool crd generate`` (or :func:`generate_crds`) writes the CRD, and
+:func:`check_crd` / :func:`validate_object` check CRDs and objects like the apiserver.
+"""
+
+from olmtool.crd.generate import (
+    GeneratedFile,
+    LoadedResource,
+    SyncResult,
+    generate_crds,
+    load_resources,
+    render_crd,
+    sync_files,
+)
+from olmtool.crd.markers import (
+    EmbeddedResource,
+    Format,
+    ListType,
+    MapType,
+    Marker,
+    PreserveUnknownFields,
+    Rule,
+    object_markers,
+)
+from olmtool.crd.openapi import model_to_openapi
+from olmtool.crd.resource import CustomResource, PrinterColumn, Scale, Version
+from olmtool.crd.structural import Violation, check_crd, check_schema
+from olmtool.crd.types import (
+    Condition,
+    EmbeddedObject,
+    IntOrString,
+    Quantity,
+    RawObject,
+    Schema,
+)
+from olmtool.crd.validation import ObjectReport, openapi_to_jsonschema, validate_object
+
+__all__ = [
+    "Condition",
+    "CustomResource",
+    "EmbeddedObject",
+    "EmbeddedResource",
+    "Format",
+    "GeneratedFile",
+    "IntOrString",
+    "ListType",
+    "LoadedResource",
+    "MapType",
+    "Marker",
+    "ObjectReport",
+    "PreserveUnknownFields",
+    "PrinterColumn",
+    "Quantity",
+    "RawObject",
+    "Rule",
+    "Scale",
+    "Schema",
+    "SyncResult",
+    "Version",
+    "Violation",
+    "check_crd",
+    "check_schema",
+    "generate_crds",
+    "load_resources",
+    "model_to_openapi",
+    "object_markers",
+    "openapi_to_jsonschema",
+    "render_crd",
+    "sync_files",
+    "validate_object",
+]

@@ -1,0 +1,169 @@
+"""Validating objects against a CRD's schema the way the kube-apiserver does.
+
+The apiserver first prunes (drops fields the schema does not declare, unless
+``x-kubernetes-preserve-unknown-fields``, and nulls of non-nullable fields), then
+validates against the OpenAPI v3.0 schema. We do the same with ``jsonschema`` (draft 4
+has OpenAPI 3.0's boolean ``exclusiveMinimum``). CEL rules (``x-kubernetes-validations``)
+are not evaluated here.
+
+>>> report = validate_object(crd_manifest, {"apiVersion": "etcd.olmtool.dev/v1beta1",
+...     "kind": "EtcdCluster", "metadata": {"name": "a"}, "spec": {"replicas": 4}})
+>>> report.errors
+['spec.replicas: 4 is not one of [1, 3, 5, 7]']
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+from olmtool.crd.markers import EMBEDDED_RESOURCE, INT_OR_STRING, PRESERVE_UNKNOWN
+
+_OPENAPI_ONLY = ("nullable", "example", "externalDocs", "x-kubernetes-")
+
+
+@dataclass
+class ObjectReport:
+    """What the apiserver would say about an object: validation errors and pruned fields."""
+
+    errors: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def openapi_to_jsonschema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A draft-4 JSON Schema with the same meaning as a CRD's OpenAPI v3.0 schema."""
+    converted = _convert(schema)
+    converted["$schema"] = "http://json-schema.org/draft-04/schema#"
+    return converted
+
+
+def _convert(node: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in node.items() if not k.startswith(_OPENAPI_ONLY) and k != "default"}
+    if "properties" in node:
+        out["properties"] = {name: _convert(child) for name, child in node["properties"].items()}
+    if isinstance(node.get("additionalProperties"), dict):
+        out["additionalProperties"] = _convert(node["additionalProperties"])
+    if isinstance(node.get("items"), dict):
+        out["items"] = _convert(node["items"])
+    for junctor in ("allOf", "anyOf", "oneOf"):
+        if junctor in node:
+            out[junctor] = [_convert(branch) for branch in node[junctor]]
+    if "not" in node:
+        out["not"] = _convert(node["not"])
+    if node.get(INT_OR_STRING):
+        out.setdefault("anyOf", [{"type": "integer"}, {"type": "string"}])
+    if node.get(EMBEDDED_RESOURCE):
+        out["required"] = sorted({*out.get("required", []), "apiVersion", "kind"})
+        props = out.setdefault("properties", {})
+        props.setdefault("apiVersion", {"type": "string", "minLength": 1})
+        props.setdefault("kind", {"type": "string", "minLength": 1})
+        props.setdefault("metadata", {"type": "object"})
+    if node.get("nullable"):
+        if "type" in out:
+            out["type"] = [out["type"], "null"]
+        if "enum" in out and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        if "anyOf" in out:
+            out["anyOf"] = [*out["anyOf"], {"type": "null"}]
+    return out
+
+
+def prune(value: Any, schema: dict[str, Any], path: str = "") -> tuple[Any, list[str]]:
+    """Drop what the apiserver would drop; returns the pruned copy and the dropped paths."""
+    dropped: list[str] = []
+    pruned = _prune(copy.deepcopy(value), schema, path, dropped, root=True)
+    return pruned, dropped
+
+
+def _prune(
+    value: Any, schema: dict[str, Any], path: str, dropped: list[str], *, root: bool = False
+) -> Any:
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        keeps_unknown = schema.get(PRESERVE_UNKNOWN) is True
+        implicit = (
+            ("apiVersion", "kind", "metadata") if root or schema.get(EMBEDDED_RESOURCE) else ()
+        )
+        for key in list(value):
+            child_path = f"{path}.{key}" if path else key
+            child_schema = properties.get(key)
+            if child_schema is None and isinstance(extra, dict):
+                child_schema = extra
+            if child_schema is None:
+                if not keeps_unknown and extra is not True and key not in implicit:
+                    dropped.append(child_path)
+                    del value[key]
+                continue
+            if value[key] is None and not child_schema.get("nullable"):
+                del value[key]
+                continue
+            value[key] = _prune(value[key], child_schema, child_path, dropped)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [
+            _prune(item, schema["items"], f"{path}[{i}]", dropped) for i, item in enumerate(value)
+        ]
+    return value
+
+
+def validate_against(value: Any, schema: dict[str, Any], path: str = "") -> ObjectReport:
+    """Prune, then validate ``value`` against an OpenAPI v3.0 schema node."""
+    pruned, dropped = prune(value, schema, path)
+    validator = jsonschema.Draft4Validator(
+        openapi_to_jsonschema(schema), format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER
+    )
+    messages = []
+    for error in validator.iter_errors(pruned):
+        where = (
+            ".".join(
+                [path, *(f"[{p}]" if isinstance(p, int) else str(p) for p in error.absolute_path)]
+            )
+            .strip(".")
+            .replace(".[", "[")
+        )
+        messages.append(f"{where}: {error.message}" if where else error.message)
+    return ObjectReport(errors=sorted(messages), pruned=dropped)
+
+
+def validate_object(crd: dict[str, Any], obj: Any) -> ObjectReport:
+    """Validate a custom resource against the version of ``crd`` it names."""
+    if not isinstance(obj, dict):
+        return ObjectReport(errors=["object must be a mapping"])
+    spec = crd.get("spec") or {}
+    group = spec.get("group")
+    kind = (spec.get("names") or {}).get("kind")
+    api_version = str(obj.get("apiVersion", ""))
+    obj_group, _, version_name = api_version.rpartition("/")
+    if obj_group != group or obj.get("kind") != kind:
+        return ObjectReport(
+            errors=[f"{api_version or '<no apiVersion>'} {obj.get('kind')} is not a {group} {kind}"]
+        )
+    for version in spec.get("versions") or []:
+        if version.get("name") == version_name:
+            if not version.get("served", True):
+                return ObjectReport(errors=[f"version {version_name} of {kind} is not served"])
+            schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+            return validate_against(obj, schema)
+    served = sorted(v.get("name") for v in spec.get("versions") or [])
+    return ObjectReport(
+        errors=[f"{kind} has no version {version_name!r} (versions: {', '.join(served)})"]
+    )
+
+
+def default_problems(node: dict[str, Any]) -> list[str]:
+    """Why a schema node's ``default`` would be rejected: it must survive pruning and validate."""
+    default = node["default"]
+    if default is None:
+        return [] if node.get("nullable") else ["null default on a field that is not nullable"]
+    schema = {k: v for k, v in node.items() if k != "default"}
+    report = validate_against(default, schema)
+    problems = [f"default does not validate: {e}" for e in report.errors]
+    problems += [f"default has unknown field {p} (it would be pruned)" for p in report.pruned]
+    return problems

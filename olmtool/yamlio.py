@@ -1,0 +1,118 @@
+"""Deterministic YAML: sorted keys, block style, literal blocks for multi-line text.
+
+Every generated file goes through :func:`dump` so that regenerating an unchanged input
+gives a byte-identical file and diffs stay small.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarstring import LiteralScalarString
+
+from olmtool.errors import InputError
+
+
+def _dumper() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    yaml.width = 4096  # one value per line: wrapping would make diffs noisy
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    return yaml
+
+
+def to_plain(value: Any, *, sort_keys: bool = True) -> Any:
+    """Sorted mappings and literal blocks for text that spans lines."""
+    if isinstance(value, dict):
+        keys = sorted(value) if sort_keys else list(value)
+        return {key: to_plain(value[key], sort_keys=sort_keys) for key in keys}
+    if isinstance(value, list | tuple):
+        return [to_plain(item, sort_keys=sort_keys) for item in value]
+    if isinstance(value, str) and "\n" in value:
+        return LiteralScalarString(value)
+    return value
+
+
+def dump(data: Any, *, header: str | None = None, sort_keys: bool = True) -> str:
+    """YAML text for ``data``; ``header`` becomes leading ``#`` comment lines."""
+    stream = io.StringIO()
+    if header:
+        for line in header.splitlines():
+            stream.write(f"# {line}".rstrip() + "\n")
+    _dumper().dump(to_plain(data, sort_keys=sort_keys), stream)
+    return stream.getvalue()
+
+
+def load(path: str | Path) -> Any:
+    """One YAML document, with a one-line error naming the file and line if it is bad."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    return loads(text, path=path)
+
+
+def loads(text: str, *, path: str | Path | None = None) -> Any:
+    try:
+        return YAML(typ="rt").load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
+    except YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", path=path) from None
+
+
+def line_of(node: Any, key: str | int) -> int | None:
+    """1-based line of ``key`` inside a mapping or sequence loaded by :func:`load`."""
+    try:
+        return node.lc.key(key)[0] + 1 if isinstance(key, str) else node.lc.item(key)[0] + 1
+    except (AttributeError, KeyError, IndexError, TypeError):
+        return None
+
+
+def load_all(path: str | Path) -> list[Any]:
+    """Every document of a multi-document YAML file (empty documents skipped)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", path=path) from None
+    try:
+        return [doc for doc in YAML(typ="rt").load_all(text) if doc is not None]
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise InputError(
+            f"invalid YAML: {exc.problem or exc.context}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+        ) from None
+
+
+_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
+
+
+def line_at(document: Any, dotted_path: str) -> int | None:
+    """Line of the deepest node of ``a.b[0].c[key]`` (apiserver field-path notation)."""
+    line = None
+    node = document
+    for match in _PATH_TOKEN.finditer(dotted_path):
+        token = match.group(1) if match.group(1) is not None else match.group(2)
+        key: str | int = int(token) if token.isdigit() and isinstance(node, list) else token
+        found = line_of(node, key)
+        if found is None:
+            break
+        line = found
+        node = node[key]
+    return line

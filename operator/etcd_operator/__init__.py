@@ -1,0 +1,1 @@
+"""The etcd operator: runs etcd clusters described by EtcdCluster resources (kopf)."""
