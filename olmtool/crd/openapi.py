@@ -141,7 +141,10 @@ class _Converter:
         result = _merge(
             self.convert(non_null[0], where), self._plain(node, where, annotations_only=True)
         )
-        if nullable:
+        # The apiserver checks enum before nullable, so a nullable enum would still reject
+        # null. Without nullable it prunes the null instead: the field reads as unset,
+        # which is what None means to the model.
+        if nullable and "enum" not in result:
             result["nullable"] = True
         return result
 
@@ -161,7 +164,10 @@ class _Converter:
             if key not in PASSTHROUGH_KEYS:
                 raise where.error(f"JSON Schema keyword {key!r} has no equivalent in a CRD schema")
             out[key] = value
-        if out.get("default", 0) is None:
+        if out.get("default", 0) in (None, ""):
+            # No null defaults (optional means absent), and no empty-string ones: the
+            # 1.20 apiserver reads `default: ""` as null and rejects the CRD. The model
+            # still fills in "" when the field is absent.
             del out["default"]
         if "const" in node:
             out["enum"] = [node["const"]]

@@ -682,6 +682,12 @@ class _SchemaChecker:
     ) -> Iterator[Violation]:
         if "default" not in node:
             return
+        if node["default"] == "":
+            yield Violation(
+                f"{path}.default",
+                'kube-apiserver 1.20 reads default "" as null and rejects the CRD; leave the default out',
+                "warning",
+            )
         if level == "root":
             yield Violation(f"{path}.default", "Forbidden: must not be set at the root")
         elif in_resource_meta:

@@ -68,8 +68,6 @@ def _convert(node: dict[str, Any]) -> dict[str, Any]:
     if node.get("nullable"):
         if "type" in out:
             out["type"] = [out["type"], "null"]
-        if "enum" in out and None not in out["enum"]:
-            out["enum"] = [*out["enum"], None]
         if "anyOf" in out:
             out["anyOf"] = [*out["anyOf"], {"type": "null"}]
     return out
@@ -94,11 +92,13 @@ def _prune(
         )
         for key in list(value):
             child_path = f"{path}.{key}" if path else key
+            if key in implicit:
+                continue  # apiVersion, kind and metadata are validated as ObjectMeta, not pruned
             child_schema = properties.get(key)
             if child_schema is None and isinstance(extra, dict):
                 child_schema = extra
             if child_schema is None:
-                if not keeps_unknown and extra is not True and key not in implicit:
+                if not keeps_unknown and extra is not True:
                     dropped.append(child_path)
                     del value[key]
                 continue

@@ -1,0 +1,26 @@
+"""A real Kubernetes control plane on one machine (kube-apiserver, etcd, ...).
+
+>>> from olmtool.cluster import ensure_assets, start_apiserver
+>>> with start_apiserver(ensure_assets(), state_dir) as plane:
+...     use(plane.kubeconfig)
+"""
+
+from olmtool.cluster.assets import (
+    AssetsError,
+    build_assets,
+    default_assets_dir,
+    ensure_assets,
+    find_assets,
+)
+from olmtool.cluster.controlplane import ControlPlane, ControlPlaneError, start_apiserver
+
+__all__ = [
+    "AssetsError",
+    "ControlPlane",
+    "ControlPlaneError",
+    "build_assets",
+    "default_assets_dir",
+    "ensure_assets",
+    "find_assets",
+    "start_apiserver",
+]

@@ -1,0 +1,199 @@
+"""Running a real etcd and kube-apiserver on loopback, for tests and local clusters.
+
+>>> with start_apiserver(ensure_assets(), Path("/tmp/state")) as plane:
+...     print(plane.server, plane.kubeconfig)
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from olmtool import yamlio
+from olmtool.cluster import pki
+from olmtool.errors import OlmtoolError
+
+LOOPBACK = "127.0.0.1"
+SERVICE_CIDR = "10.0.0.0/24"
+
+
+class ControlPlaneError(OlmtoolError):
+    """A control-plane component did not start or become healthy."""
+
+
+@dataclass
+class ControlPlane:
+    """A running etcd + kube-apiserver; ``kubeconfig`` authenticates as cluster admin."""
+
+    state_dir: Path
+    server: str
+    etcd_url: str
+    token: str
+    ca_file: Path
+    kubeconfig: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM every component (apiserver first), SIGKILL what outlives ``grace``."""
+        for name in reversed(list(self.processes)):
+            _terminate(self.processes[name], grace)
+        self.processes.clear()
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def start_apiserver(
+    assets: Path, state_dir: Path, *, timeout: float = 90.0
+) -> Iterator[ControlPlane]:
+    """Start etcd and kube-apiserver (RBAC, TLS, SA keys) and stop them on exit."""
+    plane = launch_apiserver(assets, state_dir, timeout=timeout)
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) -> ControlPlane:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    pki_dir = state_dir / "pki"
+    pki_dir.mkdir(exist_ok=True)
+    ca = pki.create_ca(pki_dir)
+    serving = pki.create_serving_cert(
+        pki_dir,
+        ca,
+        "kube-apiserver",
+        hosts=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+        ips=(LOOPBACK, "10.0.0.1"),
+    )
+    sa = pki.create_signing_key(pki_dir)
+    token = secrets.token_hex(16)
+    tokens = state_dir / "tokens.csv"
+    tokens.write_text(f'{token},admin,admin,"system:masters"\n')
+    tokens.chmod(0o600)
+
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    etcd_url = f"http://{LOOPBACK}:{etcd_port}"
+    server = f"https://{LOOPBACK}:{api_port}"
+    plane = ControlPlane(
+        state_dir, server, etcd_url, token, ca.cert, state_dir / "admin.kubeconfig"
+    )
+    write_kubeconfig(plane.kubeconfig, server=server, ca_file=ca.cert, token=token)
+    try:
+        plane.processes["etcd"] = _spawn(
+            assets / "etcd",
+            [
+                f"--data-dir={state_dir / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls=http://{LOOPBACK}:{peer_port}",
+                f"--initial-advertise-peer-urls=http://{LOOPBACK}:{peer_port}",
+                f"--initial-cluster=default=http://{LOOPBACK}:{peer_port}",
+                "--name=default",
+            ],
+            state_dir / "etcd.log",
+        )
+        _wait_http(f"{etcd_url}/health", plane, "etcd", timeout)
+        plane.processes["kube-apiserver"] = _spawn(
+            assets / "kube-apiserver",
+            [
+                f"--etcd-servers={etcd_url}",
+                f"--bind-address={LOOPBACK}",
+                f"--advertise-address={LOOPBACK}",
+                f"--secure-port={api_port}",
+                "--insecure-port=0",
+                f"--cert-dir={state_dir / 'apiserver-certs'}",
+                f"--tls-cert-file={serving.cert}",
+                f"--tls-private-key-file={serving.key}",
+                f"--token-auth-file={tokens}",
+                "--authorization-mode=RBAC",
+                f"--service-account-key-file={sa.cert}",
+                f"--service-account-signing-key-file={sa.key}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+            ],
+            state_dir / "kube-apiserver.log",
+        )
+        _wait_http(f"{server}/readyz", plane, "kube-apiserver", timeout)
+    except BaseException:
+        plane.stop()
+        raise
+    return plane
+
+
+def write_kubeconfig(
+    path: Path, *, server: str, ca_file: Path, token: str, name: str = "olmtool"
+) -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": server, "certificate-authority": str(ca_file)}}
+        ],
+        "users": [{"name": "admin", "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
+        "current-context": name,
+    }
+    path.write_text(yamlio.dump(config, sort_keys=False))
+    path.chmod(0o600)
+
+
+def _spawn(binary: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [str(binary), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the terminal does not reach it first
+        )
+
+
+def _wait_http(url: str, plane: ControlPlane, component: str, timeout: float) -> None:
+    context = ssl.create_default_context(cafile=str(plane.ca_file))
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {plane.token}"})
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        process = plane.processes[component]
+        if process.poll() is not None:
+            log = plane.state_dir / f"{component}.log"
+            raise ControlPlaneError(f"{component} exited with code {process.returncode}; see {log}")
+        try:
+            with urllib.request.urlopen(
+                request, timeout=5, context=context if url.startswith("https") else None
+            ) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError) as exc:
+            last = str(exc)
+        time.sleep(0.25)
+    raise ControlPlaneError(
+        f"{component} not healthy after {timeout:.0f}s ({last}); see {plane.state_dir}"
+    )
+
+
+def _terminate(process: subprocess.Popen[bytes], grace: float) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -1,0 +1,100 @@
+"""Keys and certificates for a local control plane: a CA, serving certs, SA signing keys."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+_VALIDITY = datetime.timedelta(days=365)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    cert: Path
+    key: Path
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def create_ca(directory: Path, name: str = "olmtool-ca") -> KeyPair:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(name))
+        .issuer_name(_name(name))
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, False, False, False, True, True, False, False), critical=True
+        )
+        .sign(key, hashes.SHA256())
+    )
+    pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(pair.key, key)
+    return pair
+
+
+def create_serving_cert(
+    directory: Path, ca: KeyPair, name: str, *, hosts: tuple[str, ...], ips: tuple[str, ...]
+) -> KeyPair:
+    """A TLS server certificate for ``hosts`` and ``ips``, signed by ``ca``."""
+    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    names: list[x509.GeneralName] = [x509.DNSName(h) for h in hosts]
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(name))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(pair.key, key)
+    return pair
+
+
+def create_signing_key(directory: Path, name: str = "service-account") -> KeyPair:
+    """A key pair for signing service-account tokens (``cert`` holds the public key)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    pair = KeyPair(directory / f"{name}.pub", directory / f"{name}.key")
+    pair.cert.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    _write_key(pair.key, key)
+    return pair

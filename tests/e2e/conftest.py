@@ -1,0 +1,47 @@
+"""End-to-end fixtures: a real etcd + kube-apiserver, started once per test session.
+
+The binaries come from KUBEBUILDER_ASSETS or the olmtool cache; when missing they are
+built from Debian's kubernetes source package (minutes, once). Tests are skipped, with
+the reason, only where that build cannot run (not Debian, or not root/sudo).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from olmtool.cluster import ControlPlane, build_assets, find_assets, start_apiserver
+
+REQUIRED = ("etcd", "kube-apiserver")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _can_build() -> str | None:
+    """Why the control plane cannot be built here, or None if it can."""
+    if shutil.which("apt-get") is None:
+        return "not a Debian system (no apt-get)"
+    if os.geteuid() != 0 and shutil.which("sudo") is None:
+        return "apt-get needs root or sudo"
+    return None
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    assets = find_assets(REQUIRED)
+    if assets is None:
+        reason = _can_build()
+        if reason and not os.environ.get("CI"):
+            pytest.skip(f"no kube-apiserver: set KUBEBUILDER_ASSETS or build it ({reason})")
+        assets = build_assets()
+    with start_apiserver(assets, tmp_path_factory.mktemp("control-plane")) as plane:
+        yield plane
