@@ -50,14 +50,17 @@ def dump(data: Any, *, header: str | None = None, sort_keys: bool = True) -> str
 
 def load(path: str | Path) -> Any:
     """One YAML document, with a one-line error naming the file and line if it is bad."""
-    path = Path(path)
+    return loads(read_text(path), path=path)
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 file's text, or a one-line InputError naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", path=path) from None
-    return loads(text, path=path)
 
 
 def loads(text: str, *, path: str | Path | None = None) -> Any:
@@ -82,13 +85,7 @@ def line_of(node: Any, key: str | int) -> int | None:
 
 def load_all(path: str | Path) -> list[Any]:
     """Every document of a multi-document YAML file (empty documents skipped)."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
+    text = read_text(path)
     try:
         return [doc for doc in YAML(typ="rt").load_all(text) if doc is not None]
     except MarkedYAMLError as exc:

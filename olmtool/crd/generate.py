@@ -251,7 +251,7 @@ def _locate(error: SchemaError, resource: CustomResource) -> SchemaError:
     except (OSError, TypeError):
         return error
     line = start
-    top_field = (error.field or "").split(".")[0]
+    top_field = _attribute_name(model, (error.field or "").split(".")[0])
     if top_field:
         pattern = re.compile(rf"^\s+{re.escape(top_field)}\s*:")
         for offset, text in enumerate(lines):
@@ -261,6 +261,14 @@ def _locate(error: SchemaError, resource: CustomResource) -> SchemaError:
     located = SchemaError(error.message, path=path, line=line)
     located.model, located.field = error.model, error.field
     return located
+
+
+def _attribute_name(model: type[BaseModel], json_name: str) -> str:
+    """The Python attribute behind a field's JSON name (``storageSize`` -> ``storage_size``)."""
+    for name, info in model.model_fields.items():
+        if json_name in (name, info.alias, info.validation_alias):
+            return name
+    return json_name
 
 
 def _models_of(resource: CustomResource) -> Iterator[type[BaseModel]]:
