@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install demo generate lint format test test-unit test-e2e clean
+.PHONY: help install assets demo generate lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-unit  fast loop: unit tests only"
 	@echo "make test-e2e   tests against a real kube-apiserver (builds it on first use)"
 	@echo "make generate   regenerate operator/config/crd from the Python schemas"
+	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +23,9 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 install: $(STAMP)
+
+assets: install
+	$(BIN)/python -m olmtool.cluster.assets
 
 demo: install
 	$(BIN)/olmtool crd generate

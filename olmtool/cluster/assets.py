@@ -64,3 +64,7 @@ def build_assets(target: Path | None = None) -> Path:
 
 def ensure_assets(required: tuple[str, ...] = CONTROL_PLANE) -> Path:
     return find_assets(required) or build_assets()
+
+
+if __name__ == "__main__":  # python -m olmtool.cluster.assets: find or build, print the folder
+    print(ensure_assets())
