@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from olmtool.crd.markers import EmbeddedResource, IntOrStringSchema, PreserveUnknownFields
 
@@ -63,7 +63,18 @@ Quantity = Annotated[
 ]
 """A Kubernetes resource quantity such as ``1Gi``, ``500m`` or ``2``."""
 
-EmbeddedObject = Annotated[dict[str, Any], EmbeddedResource(), PreserveUnknownFields()]
+
+def _require_type_meta(value: dict[str, Any]) -> dict[str, Any]:
+    """The apiserver requires apiVersion and kind in an embedded resource; so do we."""
+    missing = [key for key in ("apiVersion", "kind") if not value.get(key)]
+    if missing:
+        raise ValueError(f"an embedded Kubernetes object needs {' and '.join(missing)}")
+    return value
+
+
+EmbeddedObject = Annotated[
+    dict[str, Any], AfterValidator(_require_type_meta), EmbeddedResource(), PreserveUnknownFields()
+]
 """A complete Kubernetes object of any kind (like Go's ``runtime.RawExtension``)."""
 
 RawObject = Annotated[dict[str, Any], PreserveUnknownFields()]

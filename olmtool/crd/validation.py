@@ -15,12 +15,24 @@ are not evaluated here.
 from __future__ import annotations
 
 import copy
+import datetime
+import functools
+import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
+from jsonschema.exceptions import ValidationError
 
-from olmtool.crd.markers import EMBEDDED_RESOURCE, INT_OR_STRING, PRESERVE_UNKNOWN
+from olmtool.crd.markers import (
+    EMBEDDED_RESOURCE,
+    INT_OR_STRING,
+    LIST_MAP_KEYS,
+    LIST_TYPE,
+    PRESERVE_UNKNOWN,
+)
 
 _OPENAPI_ONLY = ("nullable", "example", "externalDocs", "x-kubernetes-")
 
@@ -116,10 +128,8 @@ def _prune(
 def validate_against(value: Any, schema: dict[str, Any], path: str = "") -> ObjectReport:
     """Prune, then validate ``value`` against an OpenAPI v3.0 schema node."""
     pruned, dropped = prune(value, schema, path)
-    validator = jsonschema.Draft4Validator(
-        openapi_to_jsonschema(schema), format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER
-    )
-    messages = []
+    validator = _OpenAPIValidator(openapi_to_jsonschema(schema), format_checker=_FORMATS)
+    messages = list(duplicate_list_entries(pruned, schema, path))
     for error in validator.iter_errors(pruned):
         where = (
             ".".join(
@@ -167,3 +177,106 @@ def default_problems(node: dict[str, Any]) -> list[str]:
     problems = [f"default does not validate: {e}" for e in report.errors]
     problems += [f"default has unknown field {p} (it would be pruned)" for p in report.pruned]
     return problems
+
+
+@functools.lru_cache(maxsize=1024)
+def go_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a Go RE2 pattern (what the apiserver runs) so Python matches the same strings.
+
+    RE2's ``$`` is the end of the text (Python's also matches before a final newline), and
+    ``\\s``, ``\\d``, ``\\w`` are ASCII-only (``\\s`` without ``\\v`` or ``\\x1c``-``\\x1f``).
+    """
+    classes = {"s": r"\t\n\f\r ", "d": "0-9", "w": "0-9A-Za-z_"}
+    out: list[str] = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            escaped = pattern[i + 1]
+            if escaped in classes:
+                out.append(classes[escaped] if in_class else f"[{classes[escaped]}]")
+            elif escaped.lower() in classes and not in_class:
+                out.append(f"[^{classes[escaped.lower()]}]")
+            else:
+                out.append(char + escaped)
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            # A "]" right after "[" or "[^" is a literal member of the class.
+            prefix = (
+                "[^]"
+                if pattern.startswith("[^]", i)
+                else "[]"
+                if pattern.startswith("[]", i)
+                else ""
+            )
+            if prefix:
+                out.append(prefix)
+                i += len(prefix)
+                continue
+        elif char == "$":
+            char = r"\Z"
+        out.append(char)
+        i += 1
+    return re.compile("".join(out), re.ASCII)
+
+
+def _pattern(
+    validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not go_regex(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_OpenAPIValidator = jsonschema.validators.extend(jsonschema.Draft4Validator, {"pattern": _pattern})
+
+_FORMATS = jsonschema.FormatChecker()
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+@_FORMATS.checks("date-time", raises=ValueError)
+def _is_date_time(value: object) -> bool:
+    """RFC 3339, as the apiserver's strfmt checks it (without optional packages)."""
+    if not isinstance(value, str):
+        return True
+    if not _DATE_TIME.match(value):
+        return False
+    datetime.datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    return True
+
+
+def duplicate_list_entries(value: Any, schema: dict[str, Any], path: str) -> Iterator[str]:
+    """Duplicate items of ``set`` lists and duplicate keys of ``map`` lists, which the
+    apiserver rejects (``Duplicate value``) after schema validation."""
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, child in value.items():
+            child_schema = properties.get(key) or (extra if isinstance(extra, dict) else None)
+            if child_schema is not None:
+                yield from duplicate_list_entries(
+                    child, child_schema, f"{path}.{key}" if path else key
+                )
+        return
+    if not isinstance(value, list):
+        return
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        if schema.get(LIST_TYPE) == "set":
+            identity = json.dumps(item, sort_keys=True)
+        elif schema.get(LIST_TYPE) == "map" and isinstance(item, dict):
+            identity = json.dumps(
+                {k: item.get(k) for k in schema.get(LIST_MAP_KEYS) or []}, sort_keys=True
+            )
+        else:
+            identity = None
+        if identity is not None:
+            if identity in seen:
+                yield f"{path}[{index}]: Duplicate value: {identity}"
+            seen.add(identity)
+        yield from duplicate_list_entries(item, items, f"{path}[{index}]")
