@@ -223,7 +223,9 @@ def test_fields_with_typed_extras():
 
 
 def test_generator_accepts_the_fixed_versions():
-    render_crd(LoadedResource(_resource(Fine), f"{__name__}:Fine"))
+    generated = render_crd(LoadedResource(_resource(Fine), f"{__name__}:Fine"))
+    assert generated.name.endswith(".yaml")
+    assert "kind: CustomResourceDefinition" in generated.text
 
 
 def test_invalid_default_is_refused_by_the_crd_check():
