@@ -9,7 +9,6 @@ one into the other and refuses what cannot be expressed, naming the model and fi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,8 +260,3 @@ def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-
-def canonical(schema: Any) -> str:
-    """A stable text form of a schema, for comparisons in tests and checks."""
-    return json.dumps(schema, sort_keys=True)

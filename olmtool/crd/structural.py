@@ -25,6 +25,7 @@ from olmtool.crd.markers import (
     PRESERVE_UNKNOWN,
     VALIDATIONS,
 )
+from olmtool.crd.validation import default_problems
 
 Severity = Literal["error", "warning"]
 
@@ -693,8 +694,6 @@ class _SchemaChecker:
         elif in_resource_meta:
             yield Violation(f"{path}.default", "Forbidden: must not be set in top-level metadata")
         else:
-            from olmtool.crd.validation import default_problems
-
             for problem in default_problems(node):
                 yield Violation(f"{path}.default", f"Invalid value: {problem}")
 
