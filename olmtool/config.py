@@ -6,6 +6,10 @@ Example::
       paths: [operator]              # put on sys.path to import the schemas
       modules: [etcd_operator.api]   # modules (or .py files) declaring CustomResources
       output: operator/config/crd    # where generated CRDs go
+    bundle:                          # see olmtool.bundle.settings
+      package: etcd-operator
+      version: 0.3.0
+      ...
 
 Paths are relative to the directory holding ``olmtool.yaml``. Commands look for the
 file in the current directory and its parents, or take ``--config``.
@@ -19,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from olmtool import yamlio
+from olmtool.bundle.settings import BundleSettings
 from olmtool.errors import InputError
 
 CONFIG_NAME = "olmtool.yaml"
@@ -36,6 +41,7 @@ class CrdSettings(_Section):
 
 class Settings(_Section):
     crd: CrdSettings | None = None
+    bundle: BundleSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,18 @@ def load_project(config: Path | None = None) -> Project:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"])
+        loc = field_path(first["loc"])
         message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
         raise InputError(f"{loc}: {message}", path=path, line=yamlio.line_at(data, loc)) from None
     return Project(settings=settings, root=path.parent, file=path)
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as ``a.b[0].c``, the notation :func:`yamlio.line_at` reads."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not part.startswith("function-"):  # validator wrappers are not keys
+            path += f".{part}" if path else part
+    return path

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -18,4 +21,80 @@ def write_atomic(path: Path, text: str) -> None:
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class TreeDiff:
+    """How a directory on disk differs from the files it should hold."""
+
+    directory: Path
+    added: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    diffs: list[str] = field(default_factory=list)
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.added or self.modified or self.removed)
+
+    @property
+    def changed(self) -> list[str]:
+        return [*self.added, *self.modified, *self.removed]
+
+
+def read_tree(directory: Path) -> dict[str, str]:
+    """Every file under ``directory``: relative POSIX path -> text."""
+    if not directory.is_dir():
+        return {}
+    return {
+        path.relative_to(directory).as_posix(): path.read_text(encoding="utf-8", errors="replace")
+        for path in sorted(directory.rglob("*"))
+        if path.is_file()
+    }
+
+
+def diff_tree(directory: Path, files: dict[str, str]) -> TreeDiff:
+    """Compare ``directory`` with ``files`` (relative path -> text), with unified diffs."""
+    current = read_tree(directory)
+    result = TreeDiff(directory)
+    for name in sorted(set(files) | set(current)):
+        old, new = current.get(name), files.get(name)
+        if old == new:
+            continue
+        bucket = result.added if old is None else result.removed if new is None else result.modified
+        bucket.append(name)
+        result.diffs.append(
+            "".join(
+                difflib.unified_diff(
+                    (old or "").splitlines(keepends=True),
+                    (new or "").splitlines(keepends=True),
+                    fromfile=f"{directory / name} (on disk)",
+                    tofile=f"{directory / name} (generated)",
+                )
+            )
+        )
+    return result
+
+
+def write_tree(directory: Path, files: dict[str, str]) -> None:
+    """Make ``directory`` hold exactly ``files``: built beside it, then swapped in by rename."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        for name, text in files.items():
+            path = staging / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+            os.chmod(path, 0o644)
+        os.chmod(staging, 0o755)
+        retired = None
+        if directory.exists():
+            retired = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+            os.replace(directory, retired)
+        os.replace(staging, directory)
+        if retired is not None:
+            shutil.rmtree(retired)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
         raise

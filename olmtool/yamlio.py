@@ -48,6 +48,36 @@ def dump(data: Any, *, header: str | None = None, sort_keys: bool = True) -> str
     return stream.getvalue()
 
 
+def dump_document(document: Any, *, header: str | None = None) -> str:
+    """YAML text for a document loaded round-trip, keeping its key order and comments.
+
+    Values inserted into it should already have gone through :func:`to_plain`.
+    """
+    stream = io.StringIO()
+    if header:
+        for line in header.splitlines():
+            stream.write(f"# {line}".rstrip() + "\n")
+    _dumper().dump(document, stream)
+    return stream.getvalue()
+
+
+def plain(value: Any) -> Any:
+    """Builtin dicts/lists/scalars for a round-trip document (no comments or positions)."""
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
 def load(path: str | Path) -> Any:
     """One YAML document, with a one-line error naming the file and line if it is bad."""
     return loads(read_text(path), path=path)

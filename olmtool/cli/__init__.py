@@ -7,7 +7,7 @@ import sys
 import typer
 
 from olmtool import __version__
-from olmtool.cli import crd, placeholders
+from olmtool.cli import bundle, crd, placeholders
 from olmtool.cli.output import error
 from olmtool.errors import OlmtoolError
 
@@ -24,7 +24,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(crd.app, name="crd")
-app.add_typer(placeholders.bundle_app, name="bundle")
+app.add_typer(bundle.app, name="bundle")
 app.add_typer(placeholders.catalog_app, name="catalog")
 
 

@@ -1,0 +1,24 @@
+"""OLM bundles (registry+v1): build them from ``olmtool.yaml`` and validate them.
+
+    from olmtool.bundle import build_bundle, write_bundle, load_bundle, validate_bundle
+
+:func:`build_bundle` renders a bundle (CSV merged into an optional hand-edited base,
+CRDs, extra manifests, annotations, bundle.Dockerfile, scorecard config);
+:func:`write_bundle` swaps it into place atomically or reports drift. :func:`load_bundle`
+reads any bundle directory without failing on its defects, and :func:`validate_bundle`
+runs the upstream validators' checks (plus the ones upstream misses) over it.
+"""
+
+from olmtool.bundle.build import BuiltBundle, build_bundle, manifest_file_name, write_bundle
+from olmtool.bundle.csv import generate_csv, merge_into_base
+from olmtool.bundle.settings import BundleSettings
+
+__all__ = [
+    "BuiltBundle",
+    "BundleSettings",
+    "build_bundle",
+    "generate_csv",
+    "manifest_file_name",
+    "merge_into_base",
+    "write_bundle",
+]

@@ -1,0 +1,45 @@
+"""The bundle checks, grouped in suites the way operator-framework/api groups its validators.
+
+Each check is a function ``(bundle, context) -> Iterable[Finding]`` registered under a
+suite. Default suites always run; optional ones (``operatorhub``, ``good-practices``,
+``deprecated-apis``) run when selected, as with ``operator-sdk bundle validate
+--select-optional``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import semver
+
+from olmtool.bundle.model import Bundle, Finding
+
+
+@dataclass(frozen=True)
+class Context:
+    """Validation settings: the Kubernetes version the bundle must install on."""
+
+    k8s_version: semver.Version | None = None
+
+
+Check = Callable[[Bundle, Context], Iterable[Finding]]
+
+DEFAULT_SUITES = ("loader", "format", "content", "csv", "crd", "bundle", "objects")
+OPTIONAL_SUITES = ("operatorhub", "good-practices", "deprecated-apis")
+SUITES: dict[str, list[Check]] = {name: [] for name in (*DEFAULT_SUITES, *OPTIONAL_SUITES)}
+
+
+def register(suite: str) -> Callable[[Check], Check]:
+    def decorate(check: Check) -> Check:
+        SUITES[suite].append(check)
+        return check
+
+    return decorate
+
+
+# Registration happens on import.
+from olmtool.bundle.checks import csv, hub, layout, relations  # noqa: E402
+
+__all__ = ["DEFAULT_SUITES", "OPTIONAL_SUITES", "SUITES", "Check", "Context", "register"]
+_ = (csv, hub, layout, relations)

@@ -1,0 +1,380 @@
+"""Suite ``csv``: the ClusterServiceVersion on its own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from olmtool.bundle import format as fmt
+from olmtool.bundle.checks import Context, register
+from olmtool.bundle.checks.layout import dns_subdomain_problem
+from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.settings import INSTALL_MODE_TYPES
+from olmtool.versions import parse_range, parse_version
+
+OLM_ANNOTATIONS = (
+    "alm-examples",
+    "olm.examples",
+    "olm.skipRange",
+    "olm.substitutesFor",
+    "olm.properties",
+    "olm.targetNamespaces",
+    "olm.operatorGroup",
+    "olm.operatorNamespace",
+    "capabilities",
+    "categories",
+    "containerImage",
+    "createdAt",
+    "operatorframework.io/suggested-namespace",
+    "operators.operatorframework.io/internal-objects",
+)
+# Fields whose type the apiserver (and OLM) would reject when wrong.
+FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "spec.displayName": str,
+    "spec.description": str,
+    "spec.version": str,
+    "spec.replaces": str,
+    "spec.minKubeVersion": str,
+    "spec.maturity": str,
+    "spec.skips": list,
+    "spec.keywords": list,
+    "spec.maintainers": list,
+    "spec.links": list,
+    "spec.icon": list,
+    "spec.installModes": list,
+    "spec.relatedImages": list,
+    "spec.nativeAPIs": list,
+    "spec.webhookdefinitions": list,
+    "spec.provider": dict,
+    "spec.install": dict,
+    "spec.customresourcedefinitions": dict,
+    "spec.labels": dict,
+    "spec.selector": dict,
+}
+
+
+@register("csv")
+def csv_checks(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    if csv is None:
+        return
+    if csv.api_version != fmt.CSV_API_VERSION:
+        yield csv.finding(
+            "csv/type-meta",
+            "error",
+            f"apiVersion must be {fmt.CSV_API_VERSION}, not {csv.api_version!r}",
+            "apiVersion",
+        )
+    for check in (_types, _names, _required, _version, _examples, _owned, _install_modes,
+                  _min_kube_version, _annotations, _deployments):  # fmt: skip
+        yield from check(csv)
+
+
+def _types(csv: Object) -> Iterator[Finding]:
+    for dotted, expected in FIELD_TYPES.items():
+        value = csv.get(dotted)
+        if value is not None and not isinstance(value, expected):
+            name = (
+                expected.__name__
+                if isinstance(expected, type)
+                else "/".join(t.__name__ for t in expected)
+            )
+            kind = {"str": "a string", "list": "a list", "dict": "a mapping"}.get(name, name)
+            yield csv.finding(
+                "csv/field-type", "error", f"{dotted} must be {kind}, not {value!r}", dotted
+            )
+
+
+def _names(csv: Object) -> Iterator[Finding]:
+    problem = dns_subdomain_problem(csv.name)
+    if problem:
+        yield csv.finding(
+            "csv/name", "error", f"metadata.name {csv.name!r}: {problem}", "metadata.name"
+        )
+    replaces = csv.get("spec.replaces")
+    if isinstance(replaces, str):
+        problem = dns_subdomain_problem(replaces)
+        if problem:
+            yield csv.finding(
+                "csv/replaces", "error", f"spec.replaces {replaces!r}: {problem}", "spec.replaces"
+            )
+
+
+def _required(csv: Object) -> Iterator[Finding]:
+    for dotted in ("spec.displayName", "spec.install", "spec.install.strategy"):
+        if not csv.get(dotted):
+            yield csv.finding(
+                "csv/required", "error", f"{dotted} is required", dotted.rsplit(".", 1)[0]
+            )
+    strategy = csv.get("spec.install.strategy")
+    if strategy and strategy != "deployment":
+        yield csv.finding(
+            "csv/required",
+            "error",
+            f"install strategy {strategy!r} is not supported (only 'deployment')",
+            "spec.install.strategy",
+        )
+
+
+def _version(csv: Object) -> Iterator[Finding]:
+    version = csv.get("spec.version")
+    if isinstance(version, str):
+        try:
+            parse_version(version)
+        except ValueError as exc:
+            yield csv.finding("csv/version", "error", f"spec.version: {exc}", "spec.version")
+    skip_range = csv.get("metadata.annotations", {}).get("olm.skipRange")
+    if isinstance(skip_range, str):
+        try:
+            parse_range(skip_range)
+        except ValueError as exc:
+            yield csv.finding(
+                "csv/skip-range",
+                "error",
+                f"olm.skipRange: {exc}",
+                "metadata.annotations[olm.skipRange]",
+            )
+
+
+def examples_of(csv: Object) -> tuple[list[Any] | None, str | None]:
+    """The parsed alm-examples (None if absent) and a parse problem, if any."""
+    raw = (csv.get("metadata.annotations") or {}).get("alm-examples")
+    if raw is None:
+        return None, None
+    try:
+        examples = json.loads(str(raw)) if str(raw).strip() else []
+    except json.JSONDecodeError as exc:
+        return (
+            None,
+            f"alm-examples is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})",
+        )
+    if not isinstance(examples, list):
+        return None, "alm-examples must be a JSON array of objects"
+    return examples, None
+
+
+def owned_entries(csv: Object) -> list[dict[str, Any]]:
+    owned = csv.get("spec.customresourcedefinitions.owned") or []
+    return [e for e in owned if isinstance(e, dict)] if isinstance(owned, list) else []
+
+
+def _examples(csv: Object) -> Iterator[Finding]:
+    annotations = csv.get("metadata.annotations") or {}
+    at = "metadata.annotations[alm-examples]"
+    if "alm-examples" in annotations and "olm.examples" in annotations:
+        yield csv.finding(
+            "csv/examples-both",
+            "warning",
+            "both alm-examples and olm.examples are set; consoles read only alm-examples",
+            at,
+        )
+    examples, problem = examples_of(csv)
+    if problem:
+        yield csv.finding("csv/examples-json", "error", problem, at)
+        return
+    if examples is None:
+        yield csv.finding(
+            "csv/no-examples",
+            "warning",
+            "no alm-examples: consoles cannot offer an example to create",
+            "metadata.annotations",
+        )
+        return
+    owned = {
+        (str(e.get("name", "")).partition(".")[2], e.get("version"), e.get("kind"))
+        for e in owned_entries(csv)
+    }
+    exampled = set()
+    for index, example in enumerate(examples):
+        if not isinstance(example, dict):
+            yield csv.finding(
+                "csv/examples-json", "error", f"alm-examples[{index}] is not an object", at
+            )
+            continue
+        group, _, version = str(example.get("apiVersion", "")).rpartition("/")
+        gvk = (group, version, example.get("kind"))
+        exampled.add(gvk)
+        if gvk not in owned:
+            yield csv.finding(
+                "csv/example-not-owned",
+                "error",
+                f"alm-examples[{index}] is a {example.get('apiVersion')} {example.get('kind')}, which the CSV does not own",
+                at,
+            )
+    owned_kinds = {(g, k) for g, _, k in owned}
+    exampled_kinds = {(g, k) for g, _, k in exampled}
+    for group, kind in sorted(owned_kinds - exampled_kinds, key=str):
+        yield csv.finding(
+            "csv/owned-without-example",
+            "warning",
+            f"owned API {kind}.{group} has no example in alm-examples",
+            at,
+        )
+
+
+def _owned(csv: Object) -> Iterator[Finding]:
+    for index, entry in enumerate(owned_entries(csv)):
+        name = str(entry.get("name", ""))
+        plural, _, group = name.partition(".")
+        if not plural or not group or dns_subdomain_problem(name):
+            yield csv.finding(
+                "csv/owned-crd-name",
+                "error",
+                f"owned CRD name {name!r} must be <plural>.<group>, as the CRD's metadata.name",
+                f"spec.customresourcedefinitions.owned[{index}].name",
+            )
+        for key in ("version", "kind"):
+            if not entry.get(key):
+                yield csv.finding(
+                    "csv/required",
+                    "error",
+                    f"owned CRD {name!r} has no {key}",
+                    f"spec.customresourcedefinitions.owned[{index}]",
+                )
+
+
+def _install_modes(csv: Object) -> Iterator[Finding]:
+    modes = csv.get("spec.installModes")
+    if not isinstance(modes, list):
+        return
+    if not modes:
+        yield csv.finding(
+            "csv/install-modes",
+            "error",
+            "spec.installModes is empty: OLM cannot install the operator anywhere",
+            "spec.installModes",
+        )
+        return
+    seen: dict[str, int] = {}
+    for index, mode in enumerate(modes):
+        path = f"spec.installModes[{index}]"
+        kind = mode.get("type") if isinstance(mode, dict) else None
+        if kind not in INSTALL_MODE_TYPES:
+            yield csv.finding(
+                "csv/install-modes",
+                "error",
+                f"unknown install mode type {kind!r} (one of {', '.join(INSTALL_MODE_TYPES)})",
+                path,
+            )
+        elif kind in seen:
+            yield csv.finding(
+                "csv/install-modes-duplicate",
+                "error",
+                f"install mode {kind} is listed twice (first at installModes[{seen[kind]}])",
+                path,
+            )
+        else:
+            seen[kind] = index
+    supported = {m.get("type") for m in modes if isinstance(m, dict) and m.get("supported") is True}
+    if not supported:
+        yield csv.finding(
+            "csv/install-modes", "error", "no install mode is supported", "spec.installModes"
+        )
+    conversion = [
+        w
+        for w in csv.get("spec.webhookdefinitions") or []
+        if isinstance(w, dict) and w.get("type") == "ConversionWebhook"
+    ]
+    if conversion and supported - {"AllNamespaces"}:
+        yield csv.finding(
+            "csv/conversion-webhook",
+            "error",
+            "a CSV with conversion webhooks must support only the AllNamespaces install mode "
+            f"(also supports {', '.join(sorted(supported - {'AllNamespaces'}))})",
+            "spec.installModes",
+        )
+
+
+def _min_kube_version(csv: Object) -> Iterator[Finding]:
+    value = csv.get("spec.minKubeVersion")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        yield csv.finding(
+            "csv/min-kube-version-empty",
+            "warning",
+            "spec.minKubeVersion is not set: OLM will install on any Kubernetes version",
+            "spec",
+        )
+        return
+    try:
+        parse_version(str(value).removeprefix("v"))
+    except ValueError as exc:
+        yield csv.finding(
+            "csv/min-kube-version", "error", f"spec.minKubeVersion: {exc}", "spec.minKubeVersion"
+        )
+
+
+def _annotations(csv: Object) -> Iterator[Finding]:
+    annotations = csv.get("metadata.annotations") or {}
+    canonical = {key.lower(): key for key in OLM_ANNOTATIONS}
+    for key in annotations:
+        expected = canonical.get(str(key).lower())
+        if expected and expected != key:
+            yield csv.finding(
+                "csv/annotation-case",
+                "error",
+                f"annotation {key!r} must be spelled {expected!r}; OLM ignores it otherwise",
+                f"metadata.annotations[{key}]",
+            )
+    if "olm.properties" in annotations:
+        yield csv.finding(
+            "csv/olm-properties",
+            "warning",
+            "the olm.properties annotation is discouraged: declare properties in metadata/properties.yaml",
+            "metadata.annotations[olm.properties]",
+        )
+
+
+def deployments_of(csv: Object) -> list[dict[str, Any]]:
+    deployments = csv.get("spec.install.spec.deployments") or []
+    return [d for d in deployments if isinstance(d, dict)] if isinstance(deployments, list) else []
+
+
+def _deployments(csv: Object) -> Iterator[Finding]:
+    for index, deployment in enumerate(deployments_of(csv)):
+        path = f"spec.install.spec.deployments[{index}]"
+        name = deployment.get("name")
+        if not name or dns_subdomain_problem(name):
+            yield csv.finding(
+                "csv/deployment", "error", f"deployment name {name!r} must be a DNS subdomain", path
+            )
+        spec = deployment.get("spec")
+        if not isinstance(spec, dict):
+            yield csv.finding("csv/deployment", "error", f"deployment {name} has no spec", path)
+            continue
+        selector = (spec.get("selector") or {}).get("matchLabels") or {}
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if not selector:
+            yield csv.finding(
+                "csv/deployment",
+                "error",
+                f"deployment {name} has no spec.selector.matchLabels",
+                f"{path}.spec",
+            )
+        elif any(labels.get(k) != v for k, v in selector.items()):
+            yield csv.finding(
+                "csv/deployment",
+                "error",
+                f"deployment {name}: selector {dict(selector)} does not match the pod template's labels {dict(labels)}",
+                f"{path}.spec.selector",
+            )
+        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        if not containers:
+            yield csv.finding(
+                "csv/deployment",
+                "error",
+                f"deployment {name} has no containers",
+                f"{path}.spec.template",
+            )
+        for c_index, container in enumerate(containers):
+            if (
+                not isinstance(container, dict)
+                or not container.get("image")
+                or not container.get("name")
+            ):
+                yield csv.finding(
+                    "csv/deployment",
+                    "error",
+                    f"deployment {name}: every container needs a name and an image",
+                    f"{path}.spec.template.spec.containers[{c_index}]",
+                )

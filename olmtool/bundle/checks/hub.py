@@ -1,0 +1,301 @@
+"""Optional suites: ``operatorhub``, ``good-practices`` and ``deprecated-apis``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import semver
+
+from olmtool.bundle import format as fmt
+from olmtool.bundle.checks import Context, register
+from olmtool.bundle.checks.csv import deployments_of
+from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.settings import Capability
+from olmtool.versions import parse_version
+
+CAPABILITIES = Capability.__args__  # type: ignore[attr-defined]
+CATEGORIES = (
+    "AI/Machine Learning", "Application Runtime", "Big Data", "Cloud Provider",
+    "Developer Tools", "Database", "Integration & Delivery", "Logging & Tracing", "Monitoring",
+    "Modernization & Migration", "Networking", "OpenShift Optional", "Security", "Storage",
+    "Streaming & Messaging", "Observability",
+)  # fmt: skip
+ICON_MEDIATYPES = ("image/gif", "image/jpeg", "image/png", "image/svg+xml")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+CHANNEL_PREFIXES = ("candidate", "stable", "fast")
+CRD_WRITE_VERBS = {"create", "patch", "update", "delete", "*"}
+
+# (apiVersion, kind) -> Kubernetes minor version that no longer serves it.
+REMOVED_APIS: dict[tuple[str, str], str] = {
+    **{(v, k): "1.16" for v in ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2")
+       for k in ("Deployment", "DaemonSet", "ReplicaSet", "StatefulSet")},
+    ("extensions/v1beta1", "NetworkPolicy"): "1.16",
+    ("extensions/v1beta1", "PodSecurityPolicy"): "1.16",
+    ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition"): "1.22",
+    ("admissionregistration.k8s.io/v1beta1", "MutatingWebhookConfiguration"): "1.22",
+    ("admissionregistration.k8s.io/v1beta1", "ValidatingWebhookConfiguration"): "1.22",
+    ("apiregistration.k8s.io/v1beta1", "APIService"): "1.22",
+    ("certificates.k8s.io/v1beta1", "CertificateSigningRequest"): "1.22",
+    ("coordination.k8s.io/v1beta1", "Lease"): "1.22",
+    ("extensions/v1beta1", "Ingress"): "1.22",
+    ("networking.k8s.io/v1beta1", "Ingress"): "1.22",
+    ("networking.k8s.io/v1beta1", "IngressClass"): "1.22",
+    **{("rbac.authorization.k8s.io/v1beta1", k): "1.22"
+       for k in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")},
+    ("scheduling.k8s.io/v1beta1", "PriorityClass"): "1.22",
+    **{("storage.k8s.io/v1beta1", k): "1.22"
+       for k in ("CSIDriver", "CSINode", "StorageClass", "VolumeAttachment")},
+    ("batch/v1beta1", "CronJob"): "1.25",
+    ("discovery.k8s.io/v1beta1", "EndpointSlice"): "1.25",
+    ("events.k8s.io/v1beta1", "Event"): "1.25",
+    ("autoscaling/v2beta1", "HorizontalPodAutoscaler"): "1.25",
+    ("policy/v1beta1", "PodDisruptionBudget"): "1.25",
+    ("policy/v1beta1", "PodSecurityPolicy"): "1.25",
+    ("node.k8s.io/v1beta1", "RuntimeClass"): "1.25",
+    ("autoscaling/v2beta2", "HorizontalPodAutoscaler"): "1.26",
+    **{("flowcontrol.apiserver.k8s.io/v1beta1", k): "1.26"
+       for k in ("FlowSchema", "PriorityLevelConfiguration")},
+    ("storage.k8s.io/v1beta1", "CSIStorageCapacity"): "1.27",
+    **{("flowcontrol.apiserver.k8s.io/v1beta2", k): "1.29"
+       for k in ("FlowSchema", "PriorityLevelConfiguration")},
+}  # fmt: skip
+
+
+# -- operatorhub -------------------------------------------------------------------------
+
+
+@register("operatorhub")
+def operatorhub(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    if csv is None:
+        return
+    for check in (_provider, _maintainers, _links, _icon, _classification):
+        yield from check(csv)
+    if not csv.get("spec.version"):
+        yield csv.finding("operatorhub/version", "error", "spec.version is not set", "spec")
+
+
+def _provider(csv: Object) -> Iterator[Finding]:
+    provider = csv.get("spec.provider")
+    if not isinstance(provider, dict) or not str(provider.get("name") or "").strip():
+        yield csv.finding(
+            "operatorhub/provider",
+            "error",
+            "spec.provider.name is empty",
+            "spec.provider" if provider else "spec",
+        )
+
+
+def _maintainers(csv: Object) -> Iterator[Finding]:
+    for index, person in enumerate(csv.get("spec.maintainers") or []):
+        path = f"spec.maintainers[{index}]"
+        if not isinstance(person, dict) or not person.get("name") or not person.get("email"):
+            yield csv.finding(
+                "operatorhub/maintainers", "error", "a maintainer needs a name and an email", path
+            )
+        elif not EMAIL.match(str(person["email"])):
+            yield csv.finding(
+                "operatorhub/maintainers",
+                "error",
+                f"maintainer email {person['email']!r} is not an email address",
+                f"{path}.email",
+            )
+
+
+def _links(csv: Object) -> Iterator[Finding]:
+    for index, link in enumerate(csv.get("spec.links") or []):
+        path = f"spec.links[{index}]"
+        if not isinstance(link, dict) or not link.get("name") or not link.get("url"):
+            yield csv.finding("operatorhub/links", "error", "a link needs a name and a url", path)
+            continue
+        url = urlparse(str(link["url"]))
+        if url.scheme not in ("http", "https") or not url.netloc:
+            yield csv.finding(
+                "operatorhub/links",
+                "error",
+                f"link url {link['url']!r} is not an http(s) URL",
+                f"{path}.url",
+            )
+
+
+def _icon(csv: Object) -> Iterator[Finding]:
+    icons = csv.get("spec.icon")
+    if not icons:
+        yield csv.finding(
+            "operatorhub/icon-missing",
+            "warning",
+            "spec.icon is not set: consoles show a placeholder",
+            "spec",
+        )
+        return
+    if not isinstance(icons, list):
+        return
+    if len(icons) != 1:
+        yield csv.finding(
+            "operatorhub/icon",
+            "error",
+            f"spec.icon must hold exactly one icon, not {len(icons)}",
+            "spec.icon",
+        )
+    for index, icon in enumerate(icons):
+        path = f"spec.icon[{index}]"
+        data = icon.get("base64data") if isinstance(icon, dict) else None
+        mediatype = icon.get("mediatype") if isinstance(icon, dict) else None
+        if not data:
+            yield csv.finding("operatorhub/icon", "error", "the icon has no base64data", path)
+        else:
+            try:
+                base64.b64decode(str(data), validate=True)
+            except (binascii.Error, ValueError):
+                yield csv.finding(
+                    "operatorhub/icon",
+                    "error",
+                    "the icon's base64data is not valid base64",
+                    f"{path}.base64data",
+                )
+        if mediatype not in ICON_MEDIATYPES:
+            yield csv.finding(
+                "operatorhub/icon",
+                "error",
+                f"icon mediatype {mediatype!r} is not one of {', '.join(ICON_MEDIATYPES)}",
+                f"{path}.mediatype" if mediatype else path,
+            )
+
+
+def _classification(csv: Object) -> Iterator[Finding]:
+    annotations = csv.get("metadata.annotations") or {}
+    capability = annotations.get("capabilities")
+    if capability is not None and capability not in CAPABILITIES:
+        yield csv.finding(
+            "operatorhub/capabilities",
+            "error",
+            f"capabilities {capability!r} is not one of: {', '.join(CAPABILITIES)}",
+            "metadata.annotations[capabilities]",
+        )
+    for category in str(annotations.get("categories") or "").split(","):
+        if category.strip() and category.strip() not in CATEGORIES:
+            yield csv.finding(
+                "operatorhub/categories",
+                "error",
+                f"category {category.strip()!r} is not a standard OperatorHub category",
+                "metadata.annotations[categories]",
+            )
+
+
+# -- good practices ----------------------------------------------------------------------
+
+
+@register("good-practices")
+def good_practices(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    if csv is None:
+        return
+    deployments = deployments_of(csv)
+    if not deployments:
+        yield csv.finding(
+            "good-practices/no-deployments",
+            "error",
+            "the CSV installs no deployment: nothing would run the operator",
+            "spec.install",
+        )
+    for index, deployment in enumerate(deployments):
+        containers = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+            "containers"
+        ) or []
+        for c_index, container in enumerate(containers):
+            if isinstance(container, dict) and not (container.get("resources") or {}).get(
+                "requests"
+            ):
+                yield csv.finding(
+                    "good-practices/resource-requests",
+                    "warning",
+                    f"container {container.get('name')} of deployment {deployment.get('name')} sets no resources.requests",
+                    f"spec.install.spec.deployments[{index}].spec.template.spec.containers[{c_index}]",
+                )
+    for key in ("owned", "required"):
+        for index, entry in enumerate(csv.get(f"spec.customresourcedefinitions.{key}") or []):
+            if isinstance(entry, dict) and not entry.get("description"):
+                yield csv.finding(
+                    "good-practices/crd-description",
+                    "warning",
+                    f"{key} CRD {entry.get('name')} has no description",
+                    f"spec.customresourcedefinitions.{key}[{index}]",
+                )
+    yield from _channel_names(bundle)
+    yield from _crd_write_rules(csv)
+    version = csv.get("spec.version")
+    package = (bundle.annotations or {}).get(fmt.PACKAGE)
+    expected = f"{package}.v{version}" if package else None
+    if expected and csv.name != expected and not csv.get("spec.release"):
+        yield csv.finding(
+            "good-practices/csv-name",
+            "warning",
+            f"CSV name {csv.name!r} should be {expected!r} (<package>.v<version>)",
+            "metadata.name",
+        )
+
+
+def _channel_names(bundle: Bundle) -> Iterator[Finding]:
+    channels = (bundle.annotations or {}).get(fmt.CHANNELS, "")
+    for channel in (c.strip() for c in channels.split(",")):
+        if channel and not channel.startswith(CHANNEL_PREFIXES):
+            yield Finding(
+                "good-practices/channel-name",
+                "warning",
+                f"channel {channel!r} does not follow the candidate/stable/fast naming convention",
+                bundle.display(fmt.ANNOTATIONS_FILE),
+            )
+
+
+def _crd_write_rules(csv: Object) -> Iterator[Finding]:
+    for key in ("permissions", "clusterPermissions"):
+        for index, entry in enumerate(csv.get(f"spec.install.spec.{key}") or []):
+            for r_index, rule in enumerate((entry or {}).get("rules") or []):
+                groups = set(rule.get("apiGroups") or [])
+                resources = set(rule.get("resources") or [])
+                verbs = set(rule.get("verbs") or [])
+                if (
+                    groups & {"apiextensions.k8s.io", "*"}
+                    and resources & {"customresourcedefinitions", "*"}
+                    and verbs & CRD_WRITE_VERBS
+                ):
+                    yield csv.finding(
+                        "good-practices/rbac-crd-write",
+                        "warning",
+                        f"the operator may {', '.join(sorted(verbs & CRD_WRITE_VERBS))} CustomResourceDefinitions; OLM manages CRDs",
+                        f"spec.install.spec.{key}[{index}].rules[{r_index}]",
+                    )
+
+
+# -- deprecated APIs ---------------------------------------------------------------------
+
+
+@register("deprecated-apis")
+def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    target = context.k8s_version or _min_kube_version(bundle.csv)
+    for obj in bundle.manifest_objects:
+        removed = REMOVED_APIS.get((obj.api_version, obj.kind))
+        if removed is None:
+            continue
+        removal = semver.Version.parse(f"{removed}.0")
+        fatal = target is not None and target >= removal
+        against = f"Kubernetes {target}" if target else "an unspecified Kubernetes version"
+        yield obj.finding(
+            "deprecated-apis/removed-api",
+            "error" if fatal else "warning",
+            f"{obj.api_version} {obj.kind} is no longer served from Kubernetes {removed}; "
+            f"checked against {against} (--k8s-version or spec.minKubeVersion)",
+            "apiVersion",
+        )
+
+
+def _min_kube_version(csv: Object | None) -> semver.Version | None:
+    value = csv.get("spec.minKubeVersion") if csv else None
+    try:
+        return parse_version(str(value).removeprefix("v")) if value else None
+    except ValueError:
+        return None

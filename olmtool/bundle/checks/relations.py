@@ -1,0 +1,250 @@
+"""Suites ``crd``, ``bundle`` and ``objects``: the CRDs, and how the manifests fit together."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import re
+from collections.abc import Iterator
+
+from olmtool import yamlio
+from olmtool.bundle import format as fmt
+from olmtool.bundle.checks import Context, register
+from olmtool.bundle.checks.csv import deployments_of, examples_of, owned_entries
+from olmtool.bundle.examples import example_problems
+from olmtool.bundle.model import Bundle, Finding
+from olmtool.crd.structural import check_crd
+
+IMAGE_REFERENCE = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
+)
+RELEASE = re.compile(r"^[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*$")
+
+
+@register("crd")
+def crd_schemas(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    """Everything the apiserver would reject, structural-schema errors included (upstream
+    drops the errors found under openAPIV3Schema)."""
+    for crd in bundle.crds:
+        if crd.api_version != "apiextensions.k8s.io/v1":
+            continue  # v1beta1 CRDs: the deprecated-apis suite reports them
+        for violation in check_crd(yamlio.plain(crd.document)):
+            yield crd.finding("crd/schema", violation.severity, violation.message, violation.path)
+
+
+@register("bundle")
+def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    by_name: dict[str, object] = {}
+    gvks: dict[tuple[str, str, str], str] = {}
+    for crd in bundle.crds:
+        if crd.name in by_name:
+            yield crd.finding(
+                "bundle/duplicate-crd",
+                "error",
+                f"CRD {crd.name} is in the bundle twice",
+                "metadata.name",
+            )
+        by_name[crd.name] = crd
+        group, kind = crd.get("spec.group"), crd.get("spec.names.kind")
+        for version in crd.get("spec.versions") or []:
+            gvk = (str(group), str(version.get("name")), str(kind))
+            if gvk in gvks and gvks[gvk] != crd.name:
+                yield crd.finding(
+                    "bundle/duplicate-crd",
+                    "error",
+                    f"{group}/{gvk[1]} {kind} is also defined by CRD {gvks[gvk]}",
+                    "spec.names.kind",
+                )
+            gvks[gvk] = crd.name
+    if csv is None:
+        return
+    owned_names = set()
+    for index, entry in enumerate(owned_entries(csv)):
+        name = str(entry.get("name", ""))
+        owned_names.add(name)
+        path = f"spec.customresourcedefinitions.owned[{index}]"
+        crd = by_name.get(name)
+        if crd is None:
+            yield csv.finding(
+                "bundle/owned-crd-missing",
+                "error",
+                f"owned CRD {name} is not in the bundle's manifests",
+                path,
+            )
+            continue
+        versions = {str(v.get("name")) for v in crd.get("spec.versions") or []}
+        if entry.get("version") not in versions:
+            yield csv.finding(
+                "bundle/owned-crd-version",
+                "error",
+                f"owned CRD {name} version {entry.get('version')!r} is not one of the CRD's versions ({', '.join(sorted(versions))})",
+                f"{path}.version",
+            )
+        if entry.get("kind") != crd.get("spec.names.kind"):
+            yield csv.finding(
+                "bundle/owned-crd-version",
+                "error",
+                f"owned CRD {name} kind {entry.get('kind')!r} is not the CRD's kind {crd.get('spec.names.kind')!r}",
+                f"{path}.kind",
+            )
+    for crd in bundle.crds:
+        if crd.name not in owned_names:
+            yield crd.finding(
+                "bundle/crd-not-owned",
+                "error",
+                f"CRD {crd.name} is in the bundle but the CSV does not list it under spec.customresourcedefinitions.owned",
+                "metadata.name",
+            )
+
+
+@register("bundle")
+def examples_validate(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    """Each alm-example must be accepted by the CRD it targets."""
+    csv = bundle.csv
+    if csv is None:
+        return
+    examples, _ = examples_of(csv)
+    crds = [
+        yamlio.plain(c.document) for c in bundle.crds if c.api_version == "apiextensions.k8s.io/v1"
+    ]
+    for problem in example_problems(examples or [], crds):
+        if problem.owned:
+            example = examples[problem.index]
+            name = (example.get("metadata") or {}).get("name")
+            yield csv.finding(
+                "bundle/example-invalid",
+                "error",
+                f"alm-examples[{problem.index}] ({example.get('kind')} {name}) would be rejected: {problem.message}",
+                "metadata.annotations[alm-examples]",
+            )
+
+
+@register("bundle")
+def service_accounts(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    if csv is None:
+        return
+    accounts = {
+        str(entry.get("serviceAccountName"))
+        for key in ("permissions", "clusterPermissions")
+        for entry in csv.get(f"spec.install.spec.{key}") or []
+        if isinstance(entry, dict)
+    }
+    for deployment in deployments_of(csv):
+        pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        accounts.add(str(pod.get("serviceAccountName") or "default"))
+    for obj in bundle.manifest_objects:
+        if obj.kind == "ServiceAccount" and obj.name in accounts:
+            yield obj.finding(
+                "bundle/service-account",
+                "error",
+                f"ServiceAccount {obj.name} is the operator's own account, which OLM creates from the CSV; remove this manifest",
+                "metadata.name",
+            )
+
+
+@register("bundle")
+def file_sizes(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    """Each file travels gzipped and base64-encoded in a ConfigMap (1 MiB limit)."""
+    for name, data in sorted(bundle.files.items()):
+        encoded = len(base64.b64encode(gzip.compress(data, mtime=0)))
+        if encoded > fmt.MAX_FILE_BYTES:
+            yield Finding(
+                "bundle/file-size",
+                "error",
+                f"{encoded} bytes compressed and encoded, over the 1 MiB ({fmt.MAX_FILE_BYTES}) limit",
+                bundle.display(name),
+            )
+        elif encoded > fmt.MAX_FILE_BYTES * fmt.WARN_FILE_FRACTION:
+            yield Finding(
+                "bundle/file-size",
+                "warning",
+                f"{encoded} bytes compressed and encoded, {encoded * 100 // fmt.MAX_FILE_BYTES}% of the 1 MiB limit",
+                bundle.display(name),
+            )
+
+
+@register("bundle")
+def release_and_images(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    if csv is None:
+        return
+    release = csv.get("spec.release")
+    if release is not None:
+        version = csv.get("spec.version")
+        if not isinstance(release, str) or len(release) > 20 or not RELEASE.match(release):
+            yield csv.finding(
+                "bundle/release",
+                "error",
+                f"spec.release {release!r} must be dot-separated alphanumerics and '-', at most 20 characters",
+                "spec.release",
+            )
+        elif not csv.name.endswith(f"v{version}-{release}"):
+            yield csv.finding(
+                "bundle/release",
+                "error",
+                f"with spec.release {release!r} the CSV must be named <package>.v{version}-{release}",
+                "metadata.name",
+            )
+    images = csv.get("spec.relatedImages")
+    for index, entry in enumerate(images if isinstance(images, list) else []):
+        path = f"spec.relatedImages[{index}]"
+        image = entry.get("image") if isinstance(entry, dict) else None
+        if not image:
+            yield csv.finding(
+                "bundle/related-images", "error", "a related image needs an image reference", path
+            )
+        elif not IMAGE_REFERENCE.match(str(image)):
+            yield csv.finding(
+                "bundle/related-images",
+                "error",
+                f"related image {image!r} is not a valid image reference",
+                f"{path}.image",
+            )
+
+
+@register("bundle")
+def webhooks(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    csv = bundle.csv
+    if csv is None:
+        return
+    deployments = {d.get("name") for d in deployments_of(csv)}
+    for index, hook in enumerate(csv.get("spec.webhookdefinitions") or []):
+        if isinstance(hook, dict) and hook.get("deploymentName") not in deployments:
+            yield csv.finding(
+                "bundle/webhook-deployment",
+                "error",
+                f"webhook {hook.get('generateName')!r} names deployment {hook.get('deploymentName')!r}, which the CSV does not install",
+                f"spec.webhookdefinitions[{index}].deploymentName",
+            )
+
+
+@register("objects")
+def object_policies(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    """Objects that would block cluster operations (drains, scheduling) once installed."""
+    for obj in bundle.manifest_objects:
+        if obj.kind == "PodDisruptionBudget":
+            max_unavailable = obj.get("spec.maxUnavailable")
+            if max_unavailable in (0, "0", "0%"):
+                yield obj.finding(
+                    "objects/pdb",
+                    "error",
+                    "maxUnavailable 0 would block every node drain",
+                    "spec.maxUnavailable",
+                )
+            if obj.get("spec.minAvailable") == "100%":
+                yield obj.finding(
+                    "objects/pdb",
+                    "error",
+                    "minAvailable 100% would block every node drain",
+                    "spec.minAvailable",
+                )
+        elif obj.kind == "PriorityClass" and obj.get("globalDefault") is True:
+            yield obj.finding(
+                "objects/priority-class",
+                "error",
+                "a bundle must not install a globalDefault PriorityClass (it changes every pod in the cluster)",
+                "globalDefault",
+            )

@@ -1,0 +1,247 @@
+"""A bundle as read from disk (or an image): files, parsed objects, annotations.
+
+Loading never stops at the first defect: whatever cannot be read is recorded as a
+finding of the ``loader`` suite, so that validation reports every problem at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from olmtool import yamlio
+from olmtool.bundle import format as fmt
+from olmtool.errors import InputError, display_path
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: which check found it, how bad it is, and where (file, line, field)."""
+
+    check: str
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+    path: str | None = None
+
+    @property
+    def suite(self) -> str:
+        return self.check.split("/", 1)[0]
+
+    @property
+    def location(self) -> str:
+        if not self.file:
+            return ""
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.location, self.path) if p]
+        return ": ".join([*parts, self.message])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "path": self.path,
+        }
+
+
+@dataclass
+class Object:
+    """A Kubernetes object from one of the bundle's files."""
+
+    document: Any
+    file: str  # relative to the bundle root, e.g. "manifests/foo.yaml"
+    bundle: Bundle
+
+    @property
+    def kind(self) -> str:
+        return str(self.document.get("kind") or "") if isinstance(self.document, dict) else ""
+
+    @property
+    def api_version(self) -> str:
+        value = self.document.get("apiVersion") if isinstance(self.document, dict) else None
+        return str(value or "")
+
+    @property
+    def name(self) -> str:
+        metadata = self.document.get("metadata") if isinstance(self.document, dict) else None
+        return str((metadata or {}).get("name") or "") if isinstance(metadata, dict) else ""
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """The value at ``a.b.c`` (mappings only), or ``default``."""
+        node = self.document
+        for key in dotted.split("."):
+            if not isinstance(node, dict) or key not in node:
+                return default
+            node = node[key]
+        return node
+
+    def finding(
+        self, check: str, severity: Severity, message: str, path: str | None = None
+    ) -> Finding:
+        line = yamlio.line_at(self.document, path) if path else None
+        if line is None:
+            line = _start_line(self.document)
+        return Finding(check, severity, message, self.bundle.display(self.file), line, path)
+
+
+@dataclass
+class Bundle:
+    """Everything a validator needs to know about one bundle."""
+
+    root: Path
+    label: str | None = None  # how files are named in findings, e.g. an image reference
+    files: dict[str, bytes] = field(default_factory=dict)
+    objects: list[Object] = field(default_factory=list)
+    annotations: dict[str, Any] | None = None
+    annotations_document: Any = None
+    image_labels: dict[str, str] | None = None
+    problems: list[Finding] = field(default_factory=list)
+
+    def display(self, relative: str) -> str:
+        if self.label:
+            return f"{self.label}:/{relative}"
+        return display_path(self.root / relative)
+
+    @property
+    def manifest_objects(self) -> list[Object]:
+        return [o for o in self.objects if o.file.startswith(f"{fmt.MANIFESTS_DIR}/")]
+
+    @property
+    def csvs(self) -> list[Object]:
+        return [o for o in self.manifest_objects if o.kind == fmt.CSV_KIND]
+
+    @property
+    def csv(self) -> Object | None:
+        csvs = self.csvs
+        return csvs[0] if len(csvs) == 1 else None
+
+    @property
+    def crds(self) -> list[Object]:
+        return [o for o in self.manifest_objects if o.kind == fmt.CRD_KIND]
+
+    def problem(self, check: str, message: str, file: str | None = None, line: int | None = None):
+        where = self.display(file) if file is not None else display_path(self.root)
+        self.problems.append(Finding(check, "error", message, where, line))
+
+
+def load_bundle(root: Path, *, label: str | None = None) -> Bundle:
+    """Read a bundle directory; defects become ``loader``/``format`` findings, not errors.
+
+    Only a path that is not a directory at all raises :class:`InputError`.
+    """
+    if not root.is_dir():
+        raise InputError("not a bundle directory (expected manifests/ and metadata/)", path=root)
+    bundle = Bundle(root=root, label=label)
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            bundle.files[path.relative_to(root).as_posix()] = path.read_bytes()
+    _load_manifests(bundle)
+    _load_annotations(bundle)
+    return bundle
+
+
+def _load_manifests(bundle: Bundle) -> None:
+    manifests = bundle.root / fmt.MANIFESTS_DIR
+    if not manifests.is_dir():
+        bundle.problem("format/manifests-missing", "the bundle has no manifests/ directory")
+        return
+    for path in sorted(manifests.iterdir()):
+        relative = path.relative_to(bundle.root).as_posix()
+        if path.name.startswith("."):
+            bundle.problem(
+                "loader/hidden-file", "hidden files are not allowed in manifests/", relative
+            )
+        elif path.is_dir():
+            bundle.problem(
+                "loader/subdirectory", "subdirectories are not allowed in manifests/", relative
+            )
+        else:
+            _load_manifest(bundle, relative)
+    csvs = bundle.csvs
+    if not csvs and not any(p.check == "loader/csv-parse" for p in bundle.problems):
+        bundle.problem("loader/no-csv", "manifests/ holds no ClusterServiceVersion", "manifests")
+    for extra in csvs[1:]:
+        bundle.problem(
+            "loader/multiple-csvs",
+            f"a second ClusterServiceVersion ({extra.name}); a bundle has exactly one",
+            extra.file,
+            _start_line(extra.document),
+        )
+
+
+def _load_manifest(bundle: Bundle, relative: str) -> None:
+    data = bundle.files[relative]
+    try:
+        text = data.decode("utf-8")
+        documents = list(_parse_all(text, relative, bundle))
+    except (InputError, UnicodeDecodeError) as exc:
+        looks_like_csv = b"ClusterServiceVersion" in data or "clusterserviceversion" in relative
+        check = "loader/csv-parse" if looks_like_csv else "loader/manifest-parse"
+        what = "the ClusterServiceVersion" if looks_like_csv else "this manifest"
+        line = exc.line if isinstance(exc, InputError) else None
+        reason = exc.message if isinstance(exc, InputError) else "not UTF-8 text"
+        bundle.problem(check, f"cannot parse {what}: {reason}", relative, line)
+        return
+    for document in documents:
+        bundle.objects.append(Object(document, relative, bundle))
+
+
+def _parse_all(text: str, relative: str, bundle: Bundle):
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        documents = [d for d in YAML(typ="rt").load_all(text) if d is not None]
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise InputError(
+            f"invalid YAML: {exc.problem or exc.context}", line=mark.line + 1 if mark else None
+        ) from None
+    except YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}") from None
+    for document in documents:
+        if not isinstance(document, dict):
+            raise InputError(f"expected a Kubernetes object, found a {type(document).__name__}")
+    return documents
+
+
+def _load_annotations(bundle: Bundle) -> None:
+    metadata = bundle.root / fmt.METADATA_DIR
+    if not metadata.is_dir():
+        bundle.problem("format/metadata-missing", "the bundle has no metadata/ directory")
+        return
+    relative = fmt.ANNOTATIONS_FILE
+    if relative not in bundle.files:
+        bundle.problem("format/annotations-missing", "no metadata/annotations.yaml", "metadata")
+        return
+    try:
+        document = yamlio.loads(bundle.files[relative].decode("utf-8", errors="replace"))
+    except InputError as exc:
+        bundle.problem(
+            "format/annotations-parse", f"cannot parse: {exc.message}", relative, exc.line
+        )
+        return
+    annotations = document.get("annotations") if isinstance(document, dict) else None
+    if not isinstance(annotations, dict):
+        bundle.problem(
+            "format/annotations-parse", "expected a mapping under 'annotations:'", relative, 1
+        )
+        return
+    bundle.annotations_document = document
+    bundle.annotations = {str(k): "" if v is None else str(v) for k, v in annotations.items()}
+
+
+def _start_line(document: Any) -> int | None:
+    try:
+        return document.lc.line + 1
+    except AttributeError:
+        return None

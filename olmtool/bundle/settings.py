@@ -1,0 +1,156 @@
+"""The ``bundle:`` section of ``olmtool.yaml``: everything OLM needs to know about a release.
+
+Keys are camelCase, like the ClusterServiceVersion fields they fill. Kubernetes objects
+(env vars, probes, resources, policy rules, descriptors) are written exactly as in
+Kubernetes and copied into the CSV unchanged. Paths are relative to ``olmtool.yaml``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import semver
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+InstallModeType = Literal["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
+INSTALL_MODE_TYPES: tuple[InstallModeType, ...] = (
+    "OwnNamespace",
+    "SingleNamespace",
+    "MultiNamespace",
+    "AllNamespaces",
+)
+Capability = Literal[
+    "Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot"
+]
+Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
+KubeObject = dict[str, Any]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class Person(_Section):
+    name: str = Field(min_length=1)
+    email: str = Field(min_length=3)
+
+
+class Link(_Section):
+    name: str = Field(min_length=1)
+    url: str = Field(min_length=1)
+
+
+class Provider(_Section):
+    name: str = Field(min_length=1)
+    url: str | None = None
+
+
+class RelatedImage(_Section):
+    name: str = Field(min_length=1)
+    image: str = Field(min_length=1)
+
+
+class OwnedApi(_Section):
+    """What the console shows for one owned CRD kind (all versions)."""
+
+    display_name: str | None = None
+    description: str | None = None
+    resources: list[KubeObject] = []
+    spec_descriptors: list[KubeObject] = []
+    status_descriptors: list[KubeObject] = []
+    action_descriptors: list[KubeObject] = []
+
+
+class Deployment(_Section):
+    """The operator's Deployment; ``WATCH_NAMESPACE`` is always injected from the
+    OperatorGroup's target namespaces."""
+
+    name: str = Field(min_length=1)
+    image: str = Field(min_length=1)
+    container_name: str = "operator"
+    replicas: int = Field(1, ge=0)
+    service_account_name: str | None = None
+    command: list[str] = []
+    args: list[str] = []
+    env: list[KubeObject] = []
+    ports: list[KubeObject] = []
+    resources: KubeObject = {}
+    liveness_probe: KubeObject | None = None
+    readiness_probe: KubeObject | None = None
+    startup_probe: KubeObject | None = None
+    security_context: KubeObject | None = None
+    pod_security_context: KubeObject | None = None
+    labels: dict[str, str] = {}
+    termination_grace_period_seconds: int | None = None
+
+    @property
+    def service_account(self) -> str:
+        return self.service_account_name or self.name
+
+
+class Csv(_Section):
+    """ClusterServiceVersion fields that are not derived from other inputs."""
+
+    display_name: str = Field(min_length=1)
+    description: str = ""
+    short_description: str | None = None
+    icon: str | None = None
+    keywords: list[str] = []
+    maintainers: list[Person] = []
+    provider: Provider | None = None
+    links: list[Link] = []
+    maturity: Maturity | None = None
+    capabilities: Capability | None = None
+    categories: list[str] = []
+    min_kube_version: str | None = None
+    install_modes: list[InstallModeType] = list(INSTALL_MODE_TYPES)
+    replaces: str | None = None
+    skips: list[str] = []
+    skip_range: str | None = None
+    related_images: list[RelatedImage] = []
+    repository: str | None = None
+    support: str | None = None
+    suggested_namespace: str | None = None
+    container_image: str | None = None
+    annotations: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    owned: dict[str, OwnedApi] = {}
+
+
+class BundleSettings(_Section):
+    """One package's bundle: where its inputs are and what its CSV says."""
+
+    package: str = Field(min_length=1)
+    version: str
+    channels: list[str] = Field(min_length=1)
+    default_channel: str | None = None
+    output: str = "bundle"
+    crds: str | None = None
+    base: str | None = None
+    manifests: list[str] = []
+    examples: list[str] = []
+    scorecard: bool = True
+    csv: Csv
+    deployment: Deployment
+    permissions: list[KubeObject] = []
+    cluster_permissions: list[KubeObject] = []
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not semver.Version.is_valid(value):
+            raise ValueError(f"{value!r} is not a semantic version (like 1.2.3)")
+        return value
+
+    @model_validator(mode="after")
+    def _default_channel_listed(self) -> BundleSettings:
+        if self.default_channel is not None and self.default_channel not in self.channels:
+            raise ValueError(f"defaultChannel {self.default_channel!r} is not one of channels")
+        return self
+
+    @property
+    def csv_name(self) -> str:
+        return f"{self.package}.v{self.version}"

@@ -1,0 +1,84 @@
+"""Running the bundle checks and collecting their findings into a report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Context
+from olmtool.bundle.model import Bundle, Finding
+from olmtool.errors import InputError
+from olmtool.versions import parse_version
+
+ALL = "all"
+
+
+@dataclass
+class Report:
+    """Findings of one validation run, ordered by file, line and check."""
+
+    bundle: str
+    suites: tuple[str, ...]
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def passed(self, *, strict: bool = False) -> bool:
+        return not self.errors and not (strict and self.warnings)
+
+    def as_dict(self, *, strict: bool = False) -> dict[str, object]:
+        return {
+            "bundle": self.bundle,
+            "suites": list(self.suites),
+            "passed": self.passed(strict=strict),
+            "errors": len(self.errors),
+            "warnings": len(self.warnings),
+            "findings": [f.as_dict() for f in self.findings],
+        }
+
+
+def select_suites(selected: Iterable[str] = ()) -> tuple[str, ...]:
+    """Default suites plus the selected ones (comma lists allowed; ``all`` for every suite)."""
+    names = [n.strip() for item in selected for n in item.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(SUITES) - {ALL})
+    if unknown:
+        raise InputError(
+            f"unknown suite {', '.join(unknown)} (suites: {', '.join([*SUITES, ALL])})"
+        )
+    if ALL in names:
+        return (*DEFAULT_SUITES, *OPTIONAL_SUITES)
+    return (*DEFAULT_SUITES, *(s for s in OPTIONAL_SUITES if s in names))
+
+
+def parse_k8s_version(text: str | None):
+    """``1.25`` or ``v1.25.3`` as a semantic version (missing parts are 0)."""
+    if not text:
+        return None
+    parts = text.removeprefix("v").split(".")
+    try:
+        return parse_version(".".join(([*parts, "0", "0"])[:3]))
+    except ValueError:
+        raise InputError(f"--k8s-version {text!r} is not a Kubernetes version like 1.25") from None
+
+
+def validate_bundle(
+    bundle: Bundle, *, suites: Sequence[str] = DEFAULT_SUITES, k8s_version: str | None = None
+) -> Report:
+    """Run every check of ``suites`` over ``bundle``."""
+    context = Context(k8s_version=parse_k8s_version(k8s_version))
+    report = Report(bundle=bundle.label or bundle.display("").rstrip("/"), suites=tuple(suites))
+    for suite in suites:
+        for check in SUITES[suite]:
+            report.findings.extend(check(bundle, context))
+    report.findings.sort(key=_order)
+    return report
+
+
+def _order(finding: Finding) -> tuple:
+    return (finding.file or "", finding.line or 0, finding.check, finding.message)
