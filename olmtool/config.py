@@ -84,7 +84,9 @@ def load_project(config: Path | None = None) -> Project:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = field_path(first["loc"])
-        message = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+        message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
+            first["type"], first["msg"]
+        )
         raise InputError(f"{loc}: {message}", path=path, line=yamlio.line_at(data, loc)) from None
     return Project(settings=settings, root=path.parent, file=path)
 

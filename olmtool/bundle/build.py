@@ -170,11 +170,12 @@ def _read_extra_manifests(settings: BundleSettings, root: Path) -> Iterator[Sour
                 line=source.line,
             )
         if kind not in fmt.SUPPORTED_KINDS:
+            line = yamlio.line_of(source.document, "kind") or source.line
             raise InputError(
                 f"kind {kind or '<none>'} cannot be shipped in a bundle: OLM installs only "
                 f"{', '.join(sorted(fmt.SUPPORTED_KINDS - {fmt.CSV_KIND, fmt.CRD_KIND}))}",
                 path=source.file,
-                line=source.line,
+                line=line,
             )
         metadata = source.document.get("metadata") or {}
         if not metadata.get("name"):

@@ -212,7 +212,22 @@ def _merge_mapping(target: CommentedMap, generated: dict[str, Any], path: tuple[
         elif here in KEYED_LISTS and isinstance(value, list) and isinstance(current, list):
             target[key] = _merge_keyed(current, value, KEYED_LISTS[here], here)
         elif current != value:
+            if isinstance(value, dict | list) or (isinstance(value, str) and "\n" in value):
+                _drop_end_of_line_comment(target, key)
             target[key] = value
+
+
+def _drop_end_of_line_comment(target: CommentedMap, key: str) -> None:
+    """A comment after ``key: value`` would land inside a block value that replaces it;
+    full-line comments that follow it (they belong to the next key) are kept."""
+    tokens = target.ca.items.get(key)
+    if not tokens or len(tokens) < 3 or tokens[2] is None:
+        return
+    _, _, rest = tokens[2].value.partition("\n")
+    if rest.strip():
+        tokens[2].value = "\n" + rest
+    else:
+        tokens[2] = None
 
 
 def _merge_keyed(

@@ -1,0 +1,242 @@
+"""``bundle build``: the generated bundle (golden files), merging into a hand-edited base
+CSV, refusing bad input with file:line, and writing atomically."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from olmtool import yamlio
+from olmtool.bundle import build_bundle, write_bundle
+from olmtool.bundle.model import load_bundle
+from olmtool.bundle.validate import select_suites, validate_bundle
+from olmtool.config import load_project
+from olmtool.errors import InputError
+from olmtool.fsutil import read_tree
+
+PROJECT = Path(__file__).parent / "project"
+GOLDEN = Path(__file__).parent / "golden" / "widget-operator" / "1.2.0"
+CSV = "manifests/widget-operator.clusterserviceversion.yaml"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT, root)
+    return root
+
+
+def _build(root: Path, **update):
+    loaded = load_project(root / "olmtool.yaml")
+    settings = loaded.settings.bundle
+    if update:
+        settings = settings.model_copy(update=update)
+    return build_bundle(settings, root)
+
+
+def test_bundle_matches_golden_files(project: Path) -> None:
+    bundle = _build(project)
+    if os.environ.get("UPDATE_GOLDEN"):
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        write_bundle(bundle.__class__(GOLDEN, bundle.files, bundle.labels))
+    assert bundle.files == read_tree(GOLDEN)
+
+
+def test_layout_annotations_and_dockerfile_agree(project: Path) -> None:
+    bundle = _build(project)
+    assert sorted(bundle.files) == [
+        "bundle.Dockerfile",
+        "manifests/features.olmtool.dev_widgets.yaml",
+        "manifests/widget-operator-metrics_v1_service.yaml",
+        CSV,
+        "manifests/widget-operator_policy_v1_poddisruptionbudget.yaml",
+        "metadata/annotations.yaml",
+        "tests/scorecard/config.yaml",
+    ]
+    annotations = yamlio.loads(bundle.files["metadata/annotations.yaml"])["annotations"]
+    assert annotations["operators.operatorframework.io.bundle.channels.v1"] == "stable,fast"
+    assert annotations["operators.operatorframework.io.bundle.channel.default.v1"] == "stable"
+    assert annotations == bundle.labels
+    for key, value in annotations.items():
+        assert f"LABEL {key}={value}\n" in bundle.files["bundle.Dockerfile"]
+    assert bundle.directory == project / "out" / "widget-operator" / "1.2.0"
+
+
+def test_generated_csv_fields(project: Path) -> None:
+    csv = yamlio.plain(yamlio.loads(_build(project).files[CSV]))
+    spec = csv["spec"]
+    assert csv["metadata"]["name"] == "widget-operator.v1.2.0"
+    assert spec["version"] == "1.2.0"
+    assert [m for m in spec["installModes"] if m["supported"]] == [
+        {"supported": True, "type": "OwnNamespace"},
+        {"supported": True, "type": "AllNamespaces"},
+    ]
+    (deployment,) = spec["install"]["spec"]["deployments"]
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env[0] == {
+        "name": "WATCH_NAMESPACE",
+        "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}},
+    }
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+    owned = spec["customresourcedefinitions"]["owned"]
+    assert [(o["name"], o["version"]) for o in owned] == [
+        ("widgets.features.olmtool.dev", "v1"),
+        ("widgets.features.olmtool.dev", "v1beta1"),
+    ]
+    assert csv["metadata"]["annotations"]["olm.skipRange"] == ">=1.0.0 <1.2.0"
+    assert spec["skips"] == ["widget-operator.v1.1.1"]
+
+
+def test_hand_edits_in_the_base_csv_survive(project: Path) -> None:
+    text = _build(project).files[CSV]
+    # Comments, unknown fields and hand-written entries are kept where they were.
+    assert "support: Example Inc.  # who answers the phone\n" in text
+    assert "# mirrored for disconnected installs; not known to olmtool.yaml\n" in text
+    assert "# hand-written action descriptors survive\n" in text
+    assert "customField: kept\n" in text
+    assert "label: {tier: control-plane}\n" in text
+    csv = yamlio.plain(yamlio.loads(text))
+    images = {i["name"]: i["image"] for i in csv["spec"]["relatedImages"]}
+    assert images == {
+        "widget-agent": "example.com/widget-agent:1.2.0",
+        "widget-operator": "example.com/widget-operator:1.2.0",
+        "widget-sidecar": "example.com/widget-sidecar:2.0",
+    }
+    v1 = csv["spec"]["customresourcedefinitions"]["owned"][0]
+    assert v1["actionDescriptors"] == [{"path": "restart", "displayName": "Restart"}]
+    assert v1["specDescriptors"][0]["path"] == "replicas"
+    # Generated fields replace the base's values.
+    assert csv["spec"]["displayName"] == "Widget operator"
+    assert "generated: replaced on every build" not in text
+
+
+def test_base_keeps_fields_the_config_leaves_out(project: Path) -> None:
+    settings = load_project(project / "olmtool.yaml").settings.bundle
+    csv_settings = settings.csv.model_copy(update={"replaces": None})
+    bundle = _build(project, csv=csv_settings)
+    csv = yamlio.plain(yamlio.loads(bundle.files[CSV]))
+    assert csv["spec"]["replaces"] == "widget-operator.v0.9.0"
+
+
+def test_rebuilding_changes_nothing_and_check_sees_hand_edits(project: Path) -> None:
+    bundle = _build(project)
+    assert write_bundle(bundle).stale
+    assert not write_bundle(_build(project)).stale
+    csv_path = bundle.directory / CSV
+    csv_path.write_text(csv_path.read_text().replace("Makes widgets.", "Makes gadgets."))
+    (bundle.directory / "manifests" / "extra.yaml").write_text("{}\n")
+    difference = write_bundle(_build(project), check=True)
+    assert difference.modified == [CSV]
+    assert difference.removed == ["manifests/extra.yaml"]
+    assert "-  description: Makes gadgets." in difference.diffs[-1] + difference.diffs[0]
+    assert (bundle.directory / "manifests" / "extra.yaml").exists()  # check writes nothing
+
+
+def test_built_bundle_validates(project: Path) -> None:
+    bundle = _build(project)
+    write_bundle(bundle)
+    report = validate_bundle(load_bundle(bundle.directory), suites=select_suites(["all"]))
+    assert [f.check for f in report.findings] == ["operatorhub/icon-missing"]
+
+
+def _assert_input_error(
+    exc: pytest.ExceptionInfo[InputError], file: str, line: int | None, text: str
+):
+    assert exc.value.path is not None and exc.value.path.endswith(file), exc.value
+    assert exc.value.line == line, exc.value
+    assert text in exc.value.message, exc.value
+
+
+def test_unsupported_kind_is_an_error_naming_file_and_line(project: Path) -> None:
+    extra = project / "extra" / "metrics.yaml"
+    extra.write_text(
+        extra.read_text() + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n"
+    )
+    with pytest.raises(InputError) as exc:
+        _build(project)
+    _assert_input_error(
+        exc, "extra/metrics.yaml", 17, "kind Deployment cannot be shipped in a bundle"
+    )
+
+
+def test_csv_among_extra_manifests_points_at_base(project: Path) -> None:
+    shutil.copy(project / "base" / "widget-operator.clusterserviceversion.yaml", project / "extra")
+    with pytest.raises(InputError, match=r"belongs in bundle\.base"):
+        _build(project)
+
+
+def test_example_is_validated_against_its_crd(project: Path) -> None:
+    sample = project / "samples" / "widget.yaml"
+    sample.write_text(sample.read_text().replace("replicas: 2", "replicas: two"))
+    with pytest.raises(InputError) as exc:
+        _build(project)
+    _assert_input_error(exc, "samples/widget.yaml", 1, "example Widget example: spec.replicas")
+
+
+def test_example_of_a_kind_no_crd_serves(project: Path) -> None:
+    sample = project / "samples" / "widget.yaml"
+    sample.write_text(sample.read_text().replace("/v1\n", "/v9\n"))
+    with pytest.raises(
+        InputError, match=r"features\.olmtool\.dev/v9 Widget is not served by any CRD"
+    ):
+        _build(project)
+
+
+def test_missing_inputs_are_named(project: Path) -> None:
+    with pytest.raises(InputError, match="no such CRD directory"):
+        _build(project, crds="nowhere")
+    with pytest.raises(InputError, match=r"listed in bundle\.manifests"):
+        _build(project, manifests=["missing.yaml"])
+
+
+def test_bad_base_csv_yaml_names_file_and_line(project: Path) -> None:
+    base = project / "base" / "widget-operator.clusterserviceversion.yaml"
+    base.write_text(base.read_text().replace("  customField: kept", "  customField: [kept"))
+    with pytest.raises(InputError) as exc:
+        _build(project)
+    assert exc.value.path.endswith("widget-operator.clusterserviceversion.yaml")
+    assert exc.value.line is not None and "invalid YAML" in exc.value.message
+
+
+def test_config_error_names_the_key_and_line(project: Path) -> None:
+    config = project / "olmtool.yaml"
+    config.write_text(
+        config.read_text().replace("maturity: stable", "maturity: stable\n    colour: red")
+    )
+    with pytest.raises(InputError) as exc:
+        load_project(config)
+    assert str(exc.value).endswith("olmtool.yaml:20: bundle.csv.colour: unknown key")
+    config.write_text(config.read_text().replace("email: widgets@example.com", "mail: x@y.z"))
+    with pytest.raises(InputError) as exc:
+        load_project(config)
+    assert str(exc.value).endswith(
+        "olmtool.yaml:16: bundle.csv.maintainers[0].email: required key is missing"
+    )
+
+
+def test_a_failed_write_leaves_the_old_bundle_intact(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = _build(project)
+    write_bundle(bundle)
+    before = read_tree(bundle.directory)
+    calls = {"n": 0}
+    original = Path.write_text
+
+    def flaky(self: Path, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError("disk full")
+        return original(self, *args, **kwargs)
+
+    changed = bundle.__class__(bundle.directory, {**bundle.files, "metadata/new.yaml": "x\n"})
+    monkeypatch.setattr(Path, "write_text", flaky)
+    with pytest.raises(OSError, match="disk full"):
+        write_bundle(changed)
+    monkeypatch.undo()
+    assert read_tree(bundle.directory) == before
+    assert sorted(p.name for p in bundle.directory.parent.iterdir()) == ["1.2.0"]
