@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install assets demo generate lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -15,6 +15,7 @@ help:
 	@echo "make test-e2e   tests against a real kube-apiserver (builds it on first use)"
 	@echo "make generate   regenerate operator/config/crd from the Python schemas"
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
+	@echo "make tools      apt-get the OCI registry and skopeo the image tests use"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,15 +25,28 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Debian's docker-registry (a loopback OCI registry) and skopeo (an independent client).
+TOOLS := docker-registry skopeo
+SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+tools:
+	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq$$missing >/dev/null; \
+	fi
+
 assets: install
 	$(BIN)/python -m olmtool.cluster.assets
 
 demo: install
 	$(BIN)/olmtool crd generate
 	$(BIN)/olmtool crd validate --strict operator/config/crd
+	$(BIN)/olmtool bundle build
+	$(BIN)/olmtool bundle validate bundle/etcd-operator/0.3.0 --strict --select all
 
 generate: install
 	$(BIN)/olmtool crd generate
+	$(BIN)/olmtool bundle build
 
 lint: install
 	$(BIN)/ruff check .
@@ -50,6 +64,7 @@ test-e2e: install
 
 test: lint
 	$(BIN)/olmtool crd generate --check
+	$(BIN)/olmtool bundle build --check
 	$(MAKE) test-unit
 	$(MAKE) test-e2e
 

@@ -12,7 +12,7 @@ from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES
 from olmtool.bundle.image import bundle_image, load_bundle_image
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
+from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stderr, stdout
 from olmtool.config import load_project
 from olmtool.errors import InputError, display_path
 from olmtool.images import parse_reference, push, write_oci_layout
@@ -109,7 +109,7 @@ def _image(
     built = bundle_image(bundle)
     write_oci_layout(built, target, ref.tag or version)
     if push_image:
-        with stdout.status(f"pushing {reference}"):
+        with stderr.status(f"pushing {reference}"):
             push(built, ref)
     return {
         "image": reference,

@@ -1,0 +1,58 @@
+"""OCI images without a container engine: build, read, push and pull bundle images.
+
+>>> from olmtool.images import build_image, push
+>>> image = build_image({"manifests/csv.yaml": csv}, {"operators.operatorframework.io.bundle.package.v1": "etcd"})
+>>> push(image, "127.0.0.1:5000/etcd/bundle:0.1.0")
+"""
+
+from olmtool.images.image import (
+    Blob,
+    Image,
+    assemble_image,
+    build_image,
+    layer_tar,
+    read_oci_layout,
+    write_oci_layout,
+)
+from olmtool.images.localregistry import (
+    LocalRegistry,
+    LocalRegistryError,
+    find_registry_binary,
+    start_registry,
+)
+from olmtool.images.reference import Reference, is_loopback, parse_reference
+from olmtool.images.registry import (
+    Challenge,
+    Credentials,
+    RegistryClient,
+    RegistryError,
+    docker_credentials,
+    parse_challenges,
+    pull,
+    push,
+)
+
+__all__ = [
+    "Blob",
+    "Challenge",
+    "Credentials",
+    "Image",
+    "LocalRegistry",
+    "LocalRegistryError",
+    "Reference",
+    "RegistryClient",
+    "RegistryError",
+    "assemble_image",
+    "build_image",
+    "docker_credentials",
+    "find_registry_binary",
+    "is_loopback",
+    "layer_tar",
+    "parse_challenges",
+    "parse_reference",
+    "pull",
+    "push",
+    "read_oci_layout",
+    "start_registry",
+    "write_oci_layout",
+]
