@@ -36,12 +36,21 @@ def _can_build() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+def kube_assets() -> Path:
+    """The folder holding etcd and kube-apiserver (built on first use)."""
     assets = find_assets(REQUIRED)
     if assets is None:
         reason = _can_build()
         if reason and not os.environ.get("CI"):
             pytest.skip(f"no kube-apiserver: set KUBEBUILDER_ASSETS or build it ({reason})")
         assets = build_assets()
-    with start_apiserver(assets, tmp_path_factory.mktemp("control-plane")) as plane:
+    return assets
+
+
+@pytest.fixture(scope="session")
+def control_plane(
+    kube_assets: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
+    """One control plane shared by the session's tests."""
+    with start_apiserver(kube_assets, tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
