@@ -59,7 +59,7 @@ def csv_checks(bundle: Bundle, context: Context) -> Iterator[Finding]:
     csv = bundle.csv
     if csv is None:
         return
-    if csv.api_version != fmt.CSV_API_VERSION:
+    if csv.api_version and csv.api_version != fmt.CSV_API_VERSION:  # none: content/type-meta
         yield csv.finding(
             "csv/type-meta",
             "error",
@@ -202,7 +202,8 @@ def _examples(csv: Object) -> Iterator[Finding]:
                 f"alm-examples[{index}] is a {example.get('apiVersion')} {example.get('kind')}, which the CSV does not own",
                 at,
             )
-    owned_kinds = {(g, k) for g, _, k in owned}
+    # An entry without a kind or a <plural>.<group> name is reported by its own check.
+    owned_kinds = {(g, k) for g, _, k in owned if g and k}
     exampled_kinds = {(g, k) for g, _, k in exampled}
     for group, kind in sorted(owned_kinds - exampled_kinds, key=str):
         yield csv.finding(

@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 
 import semver
 
+from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
 from olmtool.bundle.checks.csv import deployments_of
@@ -229,7 +230,8 @@ def good_practices(bundle: Bundle, context: Context) -> Iterator[Finding]:
     yield from _crd_write_rules(csv)
     version = csv.get("spec.version")
     package = (bundle.annotations or {}).get(fmt.PACKAGE)
-    expected = f"{package}.v{version}" if package else None
+    # No expectation without a package or a valid version (other checks report those).
+    expected = f"{package}.v{version}" if package and _is_version(version) else None
     if expected and csv.name != expected and not csv.get("spec.release"):
         yield csv.finding(
             "good-practices/csv-name",
@@ -239,8 +241,19 @@ def good_practices(bundle: Bundle, context: Context) -> Iterator[Finding]:
         )
 
 
+def _is_version(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_version(value)
+    except ValueError:
+        return False
+    return True
+
+
 def _channel_names(bundle: Bundle) -> Iterator[Finding]:
     channels = (bundle.annotations or {}).get(fmt.CHANNELS, "")
+    path = f"annotations[{fmt.CHANNELS}]"
     for channel in (c.strip() for c in channels.split(",")):
         if channel and not channel.startswith(CHANNEL_PREFIXES):
             yield Finding(
@@ -248,6 +261,8 @@ def _channel_names(bundle: Bundle) -> Iterator[Finding]:
                 "warning",
                 f"channel {channel!r} does not follow the candidate/stable/fast naming convention",
                 bundle.display(fmt.ANNOTATIONS_FILE),
+                yamlio.line_at(bundle.annotations_document, path),
+                path,
             )
 
 

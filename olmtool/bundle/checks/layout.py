@@ -225,7 +225,9 @@ def _metadata(obj: Object) -> Iterator[Finding]:
         yield obj.finding("content/metadata", "error", "the object has no metadata", None)
         return
     name = metadata.get("name")
-    if obj.kind in PATH_SEGMENT_KINDS:
+    if obj.kind == fmt.CSV_KIND:
+        problem = None  # csv/name reports it
+    elif obj.kind in PATH_SEGMENT_KINDS:
         problem = (
             None
             if isinstance(name, str) and name and "/" not in name and name not in (".", "..")

@@ -75,14 +75,15 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
             continue
         versions = {str(v.get("name")) for v in crd.get("spec.versions") or []}
-        if entry.get("version") not in versions:
+        # A missing version or kind is csv/required's finding.
+        if entry.get("version") and entry.get("version") not in versions:
             yield csv.finding(
                 "bundle/owned-crd-version",
                 "error",
                 f"owned CRD {name} version {entry.get('version')!r} is not one of the CRD's versions ({', '.join(sorted(versions))})",
                 f"{path}.version",
             )
-        if entry.get("kind") != crd.get("spec.names.kind"):
+        if entry.get("kind") and entry.get("kind") != crd.get("spec.names.kind"):
             yield csv.finding(
                 "bundle/owned-crd-version",
                 "error",
@@ -110,8 +111,8 @@ def examples_validate(bundle: Bundle, context: Context) -> Iterator[Finding]:
         yamlio.plain(c.document) for c in bundle.crds if c.api_version == "apiextensions.k8s.io/v1"
     ]
     for problem in example_problems(examples or [], crds):
-        if problem.owned:
-            example = examples[problem.index]
+        example = examples[problem.index]
+        if problem.owned and isinstance(example, dict):  # else csv/examples-json reports it
             name = (example.get("metadata") or {}).get("name")
             yield csv.finding(
                 "bundle/example-invalid",
