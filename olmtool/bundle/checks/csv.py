@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
 from olmtool.bundle.checks.layout import dns_subdomain_problem
@@ -63,7 +64,7 @@ def csv_checks(bundle: Bundle, context: Context) -> Iterator[Finding]:
         yield csv.finding(
             "csv/type-meta",
             "error",
-            f"apiVersion must be {fmt.CSV_API_VERSION}, not {csv.api_version!r}",
+            f"must be {fmt.CSV_API_VERSION}, not {csv.api_version!r}",
             "apiVersion",
         )
     for check in (_types, _names, _required, _version, _examples, _owned, _install_modes,
@@ -82,30 +83,32 @@ def _types(csv: Object) -> Iterator[Finding]:
             )
             kind = {"str": "a string", "list": "a list", "dict": "a mapping"}.get(name, name)
             yield csv.finding(
-                "csv/field-type", "error", f"{dotted} must be {kind}, not {value!r}", dotted
+                "csv/field-type",
+                "error",
+                f"must be {kind}, not {json.dumps(yamlio.plain(value))}",
+                dotted,
             )
 
 
 def _names(csv: Object) -> Iterator[Finding]:
     problem = dns_subdomain_problem(csv.name)
     if problem:
-        yield csv.finding(
-            "csv/name", "error", f"metadata.name {csv.name!r}: {problem}", "metadata.name"
-        )
+        yield csv.finding("csv/name", "error", f"{csv.name!r}: {problem}", "metadata.name")
     replaces = csv.get("spec.replaces")
     if isinstance(replaces, str):
         problem = dns_subdomain_problem(replaces)
         if problem:
-            yield csv.finding(
-                "csv/replaces", "error", f"spec.replaces {replaces!r}: {problem}", "spec.replaces"
-            )
+            yield csv.finding("csv/replaces", "error", f"{replaces!r}: {problem}", "spec.replaces")
 
 
 def _required(csv: Object) -> Iterator[Finding]:
     for dotted in ("spec.displayName", "spec.install", "spec.install.strategy"):
         if not csv.get(dotted):
             yield csv.finding(
-                "csv/required", "error", f"{dotted} is required", dotted.rsplit(".", 1)[0]
+                "csv/required",
+                "error",
+                f"{dotted.rsplit('.', 1)[1]} is required",
+                dotted.rsplit(".", 1)[0],
             )
     strategy = csv.get("spec.install.strategy")
     if strategy and strategy != "deployment":
@@ -123,7 +126,7 @@ def _version(csv: Object) -> Iterator[Finding]:
         try:
             parse_version(version)
         except ValueError as exc:
-            yield csv.finding("csv/version", "error", f"spec.version: {exc}", "spec.version")
+            yield csv.finding("csv/version", "error", str(exc), "spec.version")
     skip_range = csv.get("metadata.annotations", {}).get("olm.skipRange")
     if isinstance(skip_range, str):
         try:
@@ -132,7 +135,7 @@ def _version(csv: Object) -> Iterator[Finding]:
             yield csv.finding(
                 "csv/skip-range",
                 "error",
-                f"olm.skipRange: {exc}",
+                str(exc),
                 "metadata.annotations[olm.skipRange]",
             )
 
@@ -147,7 +150,7 @@ def examples_of(csv: Object) -> tuple[list[Any] | None, str | None]:
     except json.JSONDecodeError as exc:
         return (
             None,
-            f"alm-examples is not valid JSON: {exc.msg} (line {exc.lineno} column {exc.colno})",
+            f"alm-examples is not valid JSON: {exc.msg} (at line {exc.lineno}, column {exc.colno} of the JSON)",
         )
     if not isinstance(examples, list):
         return None, "alm-examples must be a JSON array of objects"
@@ -199,7 +202,7 @@ def _examples(csv: Object) -> Iterator[Finding]:
             yield csv.finding(
                 "csv/example-not-owned",
                 "error",
-                f"alm-examples[{index}] is a {example.get('apiVersion')} {example.get('kind')}, which the CSV does not own",
+                f"alm-examples[{index}] ({example.get('apiVersion')} {example.get('kind')}) is not an API the CSV owns: list its CRD under spec.customresourcedefinitions.owned or drop the example",
                 at,
             )
     # An entry without a kind or a <plural>.<group> name is reported by its own check.
@@ -300,9 +303,7 @@ def _min_kube_version(csv: Object) -> Iterator[Finding]:
     try:
         parse_version(str(value).removeprefix("v"))
     except ValueError as exc:
-        yield csv.finding(
-            "csv/min-kube-version", "error", f"spec.minKubeVersion: {exc}", "spec.minKubeVersion"
-        )
+        yield csv.finding("csv/min-kube-version", "error", str(exc), "spec.minKubeVersion")
 
 
 def _annotations(csv: Object) -> Iterator[Finding]:
@@ -356,7 +357,7 @@ def _deployments(csv: Object) -> Iterator[Finding]:
             yield csv.finding(
                 "csv/deployment",
                 "error",
-                f"deployment {name}: selector {dict(selector)} does not match the pod template's labels {dict(labels)}",
+                f"deployment {name}: selector {json.dumps(yamlio.plain(selector))} does not match the pod template's labels {json.dumps(yamlio.plain(labels))}",
                 f"{path}.spec.selector",
             )
         containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []

@@ -298,13 +298,19 @@ def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
             continue
         removal = semver.Version.parse(f"{removed}.0")
         fatal = target is not None and target >= removal
-        against = f"Kubernetes {target}" if target else "an unspecified Kubernetes version"
+        what = f"{obj.kind} {obj.name} uses {obj.api_version}, which Kubernetes {removed}"
+        if fatal:
+            message = (
+                f"{what} no longer serves (target: Kubernetes {target}); use a served API version"
+            )
+        elif target:
+            message = f"{what} removes; it installs on the target Kubernetes {target} but not on {removed} or later"
+        else:
+            message = (
+                f"{what} removes; no target version set (--k8s-version or spec.minKubeVersion)"
+            )
         yield obj.finding(
-            "deprecated-apis/removed-api",
-            "error" if fatal else "warning",
-            f"{obj.api_version} {obj.kind} is no longer served from Kubernetes {removed}; "
-            f"checked against {against} (--k8s-version or spec.minKubeVersion)",
-            "apiVersion",
+            "deprecated-apis/removed-api", "error" if fatal else "warning", message, "apiVersion"
         )
 
 

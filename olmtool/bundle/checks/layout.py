@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -205,13 +206,18 @@ def object_content(bundle: Bundle, context: Context) -> Iterator[Finding]:
     for obj in bundle.manifest_objects:
         if not obj.api_version or not obj.kind:
             missing = "apiVersion" if not obj.api_version else "kind"
-            yield obj.finding("content/type-meta", "error", f"the object has no {missing}", None)
+            yield obj.finding(
+                "content/type-meta",
+                "error",
+                f"the object {obj.name or '(unnamed)'} has no {missing}",
+                None,
+            )
             continue
         if obj.kind not in fmt.SUPPORTED_KINDS:
             yield obj.finding(
                 "content/unsupported-kind",
                 "error",
-                f"kind {obj.kind} is not supported in a bundle; OLM would refuse the InstallPlan "
+                f"{obj.kind} {obj.name or '(unnamed)'} cannot be shipped in a bundle; OLM would refuse the InstallPlan "
                 "(supported: ConfigMap, Secret, Service, ServiceAccount, RBAC, PodDisruptionBudget, "
                 "PriorityClass, NetworkPolicy, monitoring and console kinds)",
                 "kind",
@@ -236,9 +242,7 @@ def _metadata(obj: Object) -> Iterator[Finding]:
     else:
         problem = dns_subdomain_problem(name)
     if problem:
-        yield obj.finding(
-            "content/metadata", "error", f"metadata.name {name!r}: {problem}", "metadata.name"
-        )
+        yield obj.finding("content/metadata", "error", f"{name!r}: {problem}", "metadata.name")
     for field in ("labels", "annotations"):
         items = metadata.get(field) or {}
         if not isinstance(items, dict):
@@ -267,6 +271,6 @@ def _metadata(obj: Object) -> Iterator[Finding]:
                 yield obj.finding(
                     "content/metadata",
                     "error",
-                    f"annotation {key} is {value!r}, not a string: quote it",
+                    f"annotation {key} is {json.dumps(yamlio.plain(value))}, not a string: quote it",
                     where,
                 )
