@@ -138,8 +138,9 @@ def validate(
 ) -> None:
     """Check a bundle as OLM and operator-framework's validators would, and more.
 
-    Always-on suites: loader, format, content, csv, crd, bundle, objects. Exit 0 when
-    valid, 1 when there are errors (or warnings with --strict).
+    Always-on suites: loader, format, content, csv, crd, bundle, objects.
+
+    Exit 0 when valid, 1 on errors (or on warnings with --strict).
 
     Examples:
 
