@@ -61,12 +61,16 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
     if csv is None:
         return
     owned_names = set()
+    missing: set[str] = set()
     for index, entry in enumerate(owned_entries(csv)):
         name = str(entry.get("name", ""))
         owned_names.add(name)
         path = f"spec.customresourcedefinitions.owned[{index}]"
         crd = by_name.get(name)
         if crd is None:
+            if name in missing:
+                continue  # one finding per CRD, not per owned version entry
+            missing.add(name)
             yield csv.finding(
                 "bundle/owned-crd-missing",
                 "error",
