@@ -17,16 +17,8 @@ from olmtool.config import load_project
 from olmtool.errors import InputError
 from olmtool.fsutil import read_tree
 
-PROJECT = Path(__file__).parent / "project"
 GOLDEN = Path(__file__).parent / "golden" / "widget-operator" / "1.2.0"
 CSV = "manifests/widget-operator.clusterserviceversion.yaml"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    shutil.copytree(PROJECT, root)
-    return root
 
 
 def _build(root: Path, **update):

@@ -4,7 +4,6 @@ back by an independent client (skopeo) and by ``bundle validate``."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,15 +16,7 @@ from olmtool.images import LocalRegistry, build_image, push, read_oci_layout
 from tests.conftest import Skopeo
 from tests.test_cli import olmtool
 
-PROJECT = Path(__file__).parent / "project"
 BUNDLE = "out/widget-operator/1.2.0"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    shutil.copytree(PROJECT, root)
-    return root
 
 
 def _built(project: Path):

@@ -3,22 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
-
-import pytest
 
 from tests.test_cli import olmtool
 
-PROJECT = Path(__file__).parent / "project"
 BUNDLE = "out/widget-operator/1.2.0"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    shutil.copytree(PROJECT, root)
-    return root
 
 
 def test_build_then_check_then_drift(project: Path) -> None:

@@ -115,18 +115,27 @@ def test_csv_derived_objects_are_accepted(api: client.ApiClient, version: str) -
         client.AppsV1Api(api),
         client.RbacAuthorizationV1Api(api),
     )
+    accepted = []
     for deployment in install["deployments"]:
         body = {"metadata": {"name": deployment["name"]}, "spec": deployment["spec"]}
-        apps.create_namespaced_deployment("default", body, dry_run="All")
+        created = apps.create_namespaced_deployment("default", body, dry_run="All")
+        accepted.append(created.kind)
+        container = created.spec.template.spec.containers[0]
+        assert container.env[0].value_from.field_ref.field_path == (
+            "metadata.annotations['olm.targetNamespaces']"
+        )
         account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
-        core.create_namespaced_service_account(
-            "default", {"metadata": {"name": account}}, dry_run="All"
+        accepted.append(
+            core.create_namespaced_service_account(
+                "default", {"metadata": {"name": account}}, dry_run="All"
+            ).kind
         )
     for entry in install.get("permissions", []):
         body = {"metadata": {"name": f"{csv['metadata']['name']}-role"}, "rules": entry["rules"]}
-        rbac.create_namespaced_role("default", body, dry_run="All")
+        accepted.append(rbac.create_namespaced_role("default", body, dry_run="All").kind)
     for entry in install.get("clusterPermissions", []):
         body = {"metadata": {"name": f"{csv['metadata']['name']}-role"}, "rules": entry["rules"]}
-        rbac.create_cluster_role(body, dry_run="All")
+        accepted.append(rbac.create_cluster_role(body, dry_run="All").kind)
     for service in manifests.get("Service", []):
-        core.create_namespaced_service("default", service, dry_run="All")
+        accepted.append(core.create_namespaced_service("default", service, dry_run="All").kind)
+    assert accepted[:4] == ["Deployment", "ServiceAccount", "Role", "ClusterRole"]
