@@ -115,7 +115,10 @@ def line_of(node: Any, key: str | int) -> int | None:
 
 def load_all(path: str | Path) -> list[Any]:
     """Every document of a multi-document YAML file (empty documents skipped)."""
-    text = read_text(path)
+    return loads_all(read_text(path), path=path)
+
+
+def loads_all(text: str, *, path: str | Path | None = None) -> list[Any]:
     try:
         return [doc for doc in YAML(typ="rt").load_all(text) if doc is not None]
     except MarkedYAMLError as exc:
@@ -125,6 +128,16 @@ def load_all(path: str | Path) -> list[Any]:
             path=path,
             line=mark.line + 1 if mark else None,
         ) from None
+    except YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", path=path) from None
+
+
+def start_line(document: Any) -> int | None:
+    """1-based line where a document (or node) loaded round-trip begins."""
+    try:
+        return document.lc.line + 1
+    except AttributeError:
+        return None
 
 
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")

@@ -207,14 +207,7 @@ def _documents(paths: Sequence[Path]) -> Iterator[Source]:
         for document in yamlio.load_all(path):
             if not isinstance(document, dict):
                 raise InputError("expected a Kubernetes object (a mapping)", path=path)
-            yield Source(document, path, _start_line(document))
-
-
-def _start_line(document: Any) -> int | None:
-    try:
-        return document.lc.line + 1
-    except AttributeError:
-        return None
+            yield Source(document, path, yamlio.start_line(document))
 
 
 def _kind(source: Source) -> str:

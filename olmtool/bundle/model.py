@@ -89,7 +89,7 @@ class Object:
     ) -> Finding:
         line = yamlio.line_at(self.document, path) if path else None
         if line is None:
-            line = _start_line(self.document)
+            line = yamlio.start_line(self.document)
         return Finding(check, severity, message, self.bundle.display(self.file), line, path)
 
 
@@ -174,7 +174,7 @@ def _load_manifests(bundle: Bundle) -> None:
             "loader/multiple-csvs",
             f"a second ClusterServiceVersion ({extra.name}); a bundle has exactly one",
             extra.file,
-            _start_line(extra.document),
+            yamlio.start_line(extra.document),
         )
 
 
@@ -182,7 +182,7 @@ def _load_manifest(bundle: Bundle, relative: str) -> None:
     data = bundle.files[relative]
     try:
         text = data.decode("utf-8")
-        documents = list(_parse_all(text, relative, bundle))
+        documents = list(_parse_all(text))
     except (InputError, UnicodeDecodeError) as exc:
         looks_like_csv = b"ClusterServiceVersion" in data or "clusterserviceversion" in relative
         check = "loader/csv-parse" if looks_like_csv else "loader/manifest-parse"
@@ -195,19 +195,8 @@ def _load_manifest(bundle: Bundle, relative: str) -> None:
         bundle.objects.append(Object(document, relative, bundle))
 
 
-def _parse_all(text: str, relative: str, bundle: Bundle):
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
-    try:
-        documents = [d for d in YAML(typ="rt").load_all(text) if d is not None]
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise InputError(
-            f"invalid YAML: {exc.problem or exc.context}", line=mark.line + 1 if mark else None
-        ) from None
-    except YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}") from None
+def _parse_all(text: str) -> list[Any]:
+    documents = yamlio.loads_all(text)
     for document in documents:
         if not isinstance(document, dict):
             raise InputError(f"expected a Kubernetes object, found a {type(document).__name__}")
@@ -238,10 +227,3 @@ def _load_annotations(bundle: Bundle) -> None:
         return
     bundle.annotations_document = document
     bundle.annotations = {str(k): "" if v is None else str(v) for k, v in annotations.items()}
-
-
-def _start_line(document: Any) -> int | None:
-    try:
-        return document.lc.line + 1
-    except AttributeError:
-        return None

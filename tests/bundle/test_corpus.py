@@ -1462,9 +1462,9 @@ def _parse_each_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
     (The checks only read the documents; test_unmodified_copy_is_valid parses for real.)"""
     original = model._parse_all
 
-    def parse(text: str, relative: str, bundle: model.Bundle) -> list[Any]:
+    def parse(text: str) -> list[Any]:
         if text not in _PARSED:
-            _PARSED[text] = original(text, relative, bundle)
+            _PARSED[text] = original(text)
         return _PARSED[text]
 
     monkeypatch.setattr(model, "_parse_all", parse)
