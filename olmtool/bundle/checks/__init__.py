@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import semver
 
-from olmtool.bundle.model import Bundle, Finding
+from olmtool.bundle.model import Bundle, Finding, Object
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Context:
 
 
 Check = Callable[[Bundle, Context], Iterable[Finding]]
+CsvCheck = Callable[[Object, Bundle, Context], Iterable[Finding]]
 
 DEFAULT_SUITES = ("loader", "format", "content", "csv", "crd", "bundle", "objects")
 OPTIONAL_SUITES = ("operatorhub", "good-practices", "deprecated-apis")
@@ -38,8 +39,32 @@ def register(suite: str) -> Callable[[Check], Check]:
     return decorate
 
 
+def register_csv(suite: str) -> Callable[[CsvCheck], CsvCheck]:
+    """Register a check of the bundle's CSV; it is skipped when the bundle has no single
+    CSV (the loader reports that)."""
+
+    def decorate(check: CsvCheck) -> CsvCheck:
+        def run(bundle: Bundle, context: Context) -> Iterable[Finding]:
+            return () if bundle.csv is None else check(bundle.csv, bundle, context)
+
+        run.__name__ = check.__name__
+        SUITES[suite].append(run)
+        return check
+
+    return decorate
+
+
 # Registration happens on import.
 from olmtool.bundle.checks import csv, hub, layout, relations  # noqa: E402
 
-__all__ = ["DEFAULT_SUITES", "OPTIONAL_SUITES", "SUITES", "Check", "Context", "register"]
+__all__ = [
+    "DEFAULT_SUITES",
+    "OPTIONAL_SUITES",
+    "SUITES",
+    "Check",
+    "Context",
+    "CsvCheck",
+    "register",
+    "register_csv",
+]
 _ = (csv, hub, layout, relations)

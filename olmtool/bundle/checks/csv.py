@@ -8,7 +8,7 @@ from typing import Any
 
 from olmtool import yamlio
 from olmtool.bundle import format as fmt
-from olmtool.bundle.checks import Context, register
+from olmtool.bundle.checks import Context, register_csv
 from olmtool.bundle.checks.layout import dns_subdomain_problem
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.bundle.settings import INSTALL_MODE_TYPES
@@ -55,11 +55,8 @@ FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-@register("csv")
-def csv_checks(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    csv = bundle.csv
-    if csv is None:
-        return
+@register_csv("csv")
+def csv_checks(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     if csv.api_version and csv.api_version != fmt.CSV_API_VERSION:  # none: content/type-meta
         yield csv.finding(
             "csv/type-meta",

@@ -12,7 +12,7 @@ import semver
 
 from olmtool import yamlio
 from olmtool.bundle import format as fmt
-from olmtool.bundle.checks import Context, register
+from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.bundle.settings import Capability
@@ -69,11 +69,8 @@ REMOVED_APIS: dict[tuple[str, str], str] = {
 # -- operatorhub -------------------------------------------------------------------------
 
 
-@register("operatorhub")
-def operatorhub(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    csv = bundle.csv
-    if csv is None:
-        return
+@register_csv("operatorhub")
+def operatorhub(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     for check in (_provider, _maintainers, _links, _icon, _classification):
         yield from check(csv)
     if not csv.get("spec.version"):
@@ -190,11 +187,8 @@ def _classification(csv: Object) -> Iterator[Finding]:
 # -- good practices ----------------------------------------------------------------------
 
 
-@register("good-practices")
-def good_practices(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    csv = bundle.csv
-    if csv is None:
-        return
+@register_csv("good-practices")
+def good_practices(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     deployments = deployments_of(csv)
     if not deployments:
         yield csv.finding(

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 
 from olmtool import yamlio
 from olmtool.bundle import format as fmt
-from olmtool.bundle.checks import Context, register
+from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of, examples_of, owned_entries
 from olmtool.bundle.examples import example_problems
-from olmtool.bundle.model import Bundle, Finding
+from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.crd.structural import check_crd
 
 IMAGE_REFERENCE = re.compile(
@@ -104,12 +104,9 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
 
 
-@register("bundle")
-def examples_validate(bundle: Bundle, context: Context) -> Iterator[Finding]:
+@register_csv("bundle")
+def examples_validate(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     """Each alm-example must be accepted by the CRD it targets."""
-    csv = bundle.csv
-    if csv is None:
-        return
     examples, _ = examples_of(csv)
     crds = [
         yamlio.plain(c.document) for c in bundle.crds if c.api_version == "apiextensions.k8s.io/v1"
@@ -126,11 +123,8 @@ def examples_validate(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
 
 
-@register("bundle")
-def service_accounts(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    csv = bundle.csv
-    if csv is None:
-        return
+@register_csv("bundle")
+def service_accounts(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     accounts = {
         str(entry.get("serviceAccountName"))
         for key in ("permissions", "clusterPermissions")
@@ -171,11 +165,8 @@ def file_sizes(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
 
 
-@register("bundle")
-def release_and_images(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    csv = bundle.csv
-    if csv is None:
-        return
+@register_csv("bundle")
+def release_and_images(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     release = csv.get("spec.release")
     if release is not None:
         version = csv.get("spec.version")
@@ -210,11 +201,8 @@ def release_and_images(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
 
 
-@register("bundle")
-def webhooks(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    csv = bundle.csv
-    if csv is None:
-        return
+@register_csv("bundle")
+def webhooks(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
     deployments = {d.get("name") for d in deployments_of(csv)}
     for index, hook in enumerate(csv.get("spec.webhookdefinitions") or []):
         if isinstance(hook, dict) and hook.get("deploymentName") not in deployments:
