@@ -85,7 +85,7 @@ def load_project(config: Path | None = None) -> Project:
         first = exc.errors()[0]
         loc = field_path(first["loc"])
         message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
-            first["type"], first["msg"]
+            first["type"], first["msg"].removeprefix("Value error, ")
         )
         raise InputError(f"{loc}: {message}", path=path, line=yamlio.line_at(data, loc)) from None
     return Project(settings=settings, root=path.parent, file=path)
