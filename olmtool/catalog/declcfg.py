@@ -1,0 +1,272 @@
+"""The file-based catalog as plain data: packages, channels, bundles, deprecations, others.
+
+Mirrors operator-registry's ``alpha/declcfg``: one dataclass per schema, no validation
+beyond field types (that is :mod:`olmtool.catalog.model`'s job). Every blob remembers
+where it came from (:class:`Origin`) so that findings can name the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_PACKAGE = "olm.package"
+SCHEMA_CHANNEL = "olm.channel"
+SCHEMA_BUNDLE = "olm.bundle"
+SCHEMA_DEPRECATIONS = "olm.deprecations"
+
+PROP_PACKAGE = "olm.package"
+PROP_GVK = "olm.gvk"
+PROP_GVK_REQUIRED = "olm.gvk.required"
+PROP_PACKAGE_REQUIRED = "olm.package.required"
+PROP_BUNDLE_OBJECT = "olm.bundle.object"
+PROP_CSV_METADATA = "olm.csv.metadata"
+PROP_CONSTRAINT = "olm.constraint"
+PROP_DEPRECATED = "olm.deprecated"
+PROP_MAX_OPENSHIFT_VERSION = "olm.maxOpenShiftVersion"
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a blob was read: a path relative to the catalog root (or a label) and line."""
+
+    file: str = ""
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+@dataclass
+class Property:
+    """``{type, value}``; ``value`` is plain JSON data, decoded lazily by ``properties``."""
+
+    type: str
+    value: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "value": self.value}
+
+
+@dataclass
+class Icon:
+    base64data: str = ""
+    mediatype: str = ""
+
+
+@dataclass
+class Package:
+    name: str
+    default_channel: str = ""
+    icon: Icon | None = None
+    description: str = ""
+    properties: list[Property] = field(default_factory=list)
+    origin: Origin = field(default_factory=Origin)
+
+
+@dataclass
+class ChannelEntry:
+    name: str
+    replaces: str = ""
+    skips: list[str] = field(default_factory=list)
+    skip_range: str = ""
+
+
+@dataclass
+class Channel:
+    name: str
+    package: str
+    entries: list[ChannelEntry] = field(default_factory=list)
+    properties: list[Property] = field(default_factory=list)
+    origin: Origin = field(default_factory=Origin)
+
+
+@dataclass
+class RelatedImage:
+    name: str
+    image: str
+
+
+@dataclass
+class Bundle:
+    name: str
+    package: str
+    image: str = ""
+    properties: list[Property] = field(default_factory=list)
+    related_images: list[RelatedImage] = field(default_factory=list)
+    origin: Origin = field(default_factory=Origin)
+
+    def properties_of(self, type_: str) -> list[Property]:
+        return [p for p in self.properties if p.type == type_]
+
+    @property
+    def version(self) -> str:
+        """The olm.package property's version, or "" when there is not exactly one."""
+        packages = self.properties_of(PROP_PACKAGE)
+        if len(packages) != 1 or not isinstance(packages[0].value, dict):
+            return ""
+        return str(packages[0].value.get("version") or "")
+
+    @property
+    def release(self) -> str:
+        packages = self.properties_of(PROP_PACKAGE)
+        if len(packages) != 1 or not isinstance(packages[0].value, dict):
+            return ""
+        return str(packages[0].value.get("release") or "")
+
+
+@dataclass
+class DeprecationReference:
+    schema: str
+    name: str = ""
+
+
+@dataclass
+class DeprecationEntry:
+    reference: DeprecationReference
+    message: str
+
+
+@dataclass
+class Deprecation:
+    package: str
+    entries: list[DeprecationEntry] = field(default_factory=list)
+    origin: Origin = field(default_factory=Origin)
+
+
+@dataclass
+class Meta:
+    """A blob of any other schema, kept as read (keyed by schema, package and name)."""
+
+    schema: str
+    package: str
+    name: str
+    blob: dict[str, Any]
+    origin: Origin = field(default_factory=Origin)
+
+
+@dataclass
+class DeclarativeConfig:
+    packages: list[Package] = field(default_factory=list)
+    channels: list[Channel] = field(default_factory=list)
+    bundles: list[Bundle] = field(default_factory=list)
+    deprecations: list[Deprecation] = field(default_factory=list)
+    others: list[Meta] = field(default_factory=list)
+
+    def extend(self, other: DeclarativeConfig) -> None:
+        self.packages.extend(other.packages)
+        self.channels.extend(other.channels)
+        self.bundles.extend(other.bundles)
+        self.deprecations.extend(other.deprecations)
+        self.others.extend(other.others)
+
+    def package_names(self) -> list[str]:
+        """Every package named by any blob, sorted."""
+        names = {p.name for p in self.packages}
+        names.update(c.package for c in self.channels)
+        names.update(b.package for b in self.bundles)
+        names.update(d.package for d in self.deprecations)
+        names.update(m.package for m in self.others)
+        return sorted(names)
+
+    def for_package(self, name: str) -> DeclarativeConfig:
+        """The blobs belonging to one package (blobs with package "" go nowhere)."""
+        return DeclarativeConfig(
+            packages=[p for p in self.packages if p.name == name],
+            channels=[c for c in self.channels if c.package == name],
+            bundles=[b for b in self.bundles if b.package == name],
+            deprecations=[d for d in self.deprecations if d.package == name],
+            others=[m for m in self.others if m.package == name],
+        )
+
+
+# --- to JSON blobs, in the field order of operator-registry's Go structs -----------------
+
+
+def _properties(properties: list[Property]) -> list[dict[str, Any]]:
+    return [p.as_dict() for p in properties]
+
+
+def package_blob(package: Package) -> dict[str, Any]:
+    blob: dict[str, Any] = {"schema": SCHEMA_PACKAGE, "name": package.name}
+    if package.default_channel:
+        blob["defaultChannel"] = package.default_channel
+    if package.icon is not None:
+        blob["icon"] = {"base64data": package.icon.base64data, "mediatype": package.icon.mediatype}
+    if package.description:
+        blob["description"] = package.description
+    if package.properties:
+        blob["properties"] = _properties(package.properties)
+    return blob
+
+
+def entry_blob(entry: ChannelEntry) -> dict[str, Any]:
+    blob: dict[str, Any] = {"name": entry.name}
+    if entry.replaces:
+        blob["replaces"] = entry.replaces
+    if entry.skips:
+        blob["skips"] = list(entry.skips)
+    if entry.skip_range:
+        blob["skipRange"] = entry.skip_range
+    return blob
+
+
+def channel_blob(channel: Channel) -> dict[str, Any]:
+    blob: dict[str, Any] = {
+        "schema": SCHEMA_CHANNEL,
+        "name": channel.name,
+        "package": channel.package,
+        "entries": [entry_blob(e) for e in channel.entries],
+    }
+    if channel.properties:
+        blob["properties"] = _properties(channel.properties)
+    return blob
+
+
+def bundle_blob(bundle: Bundle) -> dict[str, Any]:
+    blob: dict[str, Any] = {
+        "schema": SCHEMA_BUNDLE,
+        "name": bundle.name,
+        "package": bundle.package,
+        "image": bundle.image,
+    }
+    if bundle.properties:
+        blob["properties"] = _properties(bundle.properties)
+    if bundle.related_images:
+        blob["relatedImages"] = [
+            {"name": r.name, "image": r.image} if r.name else {"name": "", "image": r.image}
+            for r in bundle.related_images
+        ]
+    return blob
+
+
+def deprecation_blob(deprecation: Deprecation) -> dict[str, Any]:
+    entries = []
+    for entry in deprecation.entries:
+        reference: dict[str, Any] = {"schema": entry.reference.schema}
+        if entry.reference.name:
+            reference["name"] = entry.reference.name
+        entries.append({"reference": reference, "message": entry.message})
+    return {"schema": SCHEMA_DEPRECATIONS, "package": deprecation.package, "entries": entries}
+
+
+def blobs(config: DeclarativeConfig) -> list[dict[str, Any]]:
+    """Every blob in opm's order: package, channels, bundles, others, deprecations.
+
+    Within each kind blobs are sorted by (package, name) so output is deterministic.
+    """
+    out: list[dict[str, Any]] = []
+    out += [package_blob(p) for p in sorted(config.packages, key=lambda p: p.name)]
+    out += [channel_blob(c) for c in sorted(config.channels, key=lambda c: (c.package, c.name))]
+    out += [bundle_blob(b) for b in sorted(config.bundles, key=lambda b: (b.package, b.name))]
+    out += [m.blob for m in sorted(config.others, key=lambda m: (m.package, m.schema, m.name))]
+    out += [deprecation_blob(d) for d in sorted(config.deprecations, key=lambda d: d.package)]
+    return out
+
+
+def to_json(blob: dict[str, Any], *, indent: int | None = 4) -> str:
+    """JSON as Go's encoder writes it with SetEscapeHTML(false) (and U+2028/9 escaped)."""
+    separators = (",", ": ") if indent else (",", ":")
+    text = json.dumps(blob, indent=indent, ensure_ascii=False, separators=separators)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

@@ -1,0 +1,432 @@
+"""Reading a file-based catalog: walk a tree, parse blobs, decode them into declcfg.
+
+Like opm: every file below the root is read except ``.indexignore`` files and what their
+gitignore-style patterns exclude; a file holds YAML documents separated by ``---`` or
+concatenated JSON objects (told apart by the first character); the meta keys
+``schema``/``package``/``name`` match case-insensitively. Unlike opm, loading does not
+stop at the first defect: each becomes a :class:`Finding` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pathspec
+import yaml
+
+from olmtool.catalog import declcfg as dc
+from olmtool.catalog.findings import Finding
+from olmtool.errors import InputError, display_path
+
+INDEX_IGNORE = ".indexignore"
+META_KEYS = ("schema", "package", "name")
+
+
+@dataclass(frozen=True)
+class RawBlob:
+    """One parsed JSON object and where it starts."""
+
+    data: dict[str, Any]
+    origin: dc.Origin
+    text: str | None = None  # the blob's source text when it was JSON (for cheap re-serving)
+
+
+@dataclass
+class LoadResult:
+    config: dc.DeclarativeConfig
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+
+class _Loader(yaml.CSafeLoader):
+    """YAML as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
+}
+
+_DOCUMENT_START = re.compile(r"^---(?:[ \t].*)?$", re.MULTILINE)
+
+
+# --- walking ---------------------------------------------------------------------------
+
+
+def catalog_files(root: Path) -> list[Path]:
+    """Every file of the catalog below ``root``, sorted, minus what .indexignore excludes."""
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise InputError("no such catalog directory", path=root)
+    files: list[Path] = []
+    ignores: list[tuple[Path, pathspec.PathSpec]] = []
+    for directory, dirnames, filenames in os.walk(root):
+        here = Path(directory)
+        dirnames.sort()
+        ignore_file = here / INDEX_IGNORE
+        if ignore_file.is_file():
+            lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+            ignores.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
+        active = [(base, spec) for base, spec in ignores if here.is_relative_to(base)]
+        dirnames[:] = [d for d in dirnames if not _ignored(here / d, active, directory=True)]
+        for name in sorted(filenames):
+            path = here / name
+            if name != INDEX_IGNORE and not _ignored(path, active, directory=False):
+                files.append(path)
+    return files
+
+
+def _ignored(path: Path, ignores: list[tuple[Path, pathspec.PathSpec]], *, directory: bool) -> bool:
+    for base, spec in ignores:
+        relative = path.relative_to(base).as_posix() + ("/" if directory else "")
+        if spec.match_file(relative):
+            return True
+    return False
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+
+def parse_blobs(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
+    """The JSON objects in one file's text; a parse error ends the file (like opm)."""
+    stripped = text.lstrip()
+    if not stripped:
+        return [], []
+    if stripped.startswith("{"):
+        return _parse_json_stream(text, file)
+    return _parse_yaml_stream(text, file)
+
+
+def _parse_json_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
+    decoder = json.JSONDecoder()
+    blobs: list[RawBlob] = []
+    position, line, length = 0, 1, len(text)
+    while True:
+        start = position
+        while position < length and text[position] in " \t\r\n":
+            position += 1
+        line += text.count("\n", start, position)
+        if position >= length:
+            return blobs, []
+        try:
+            data, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            return blobs, [
+                _parse_finding(file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
+            ]
+        if not isinstance(data, dict):
+            return blobs, [
+                _parse_finding(file, line, f"expected a JSON object, found {_kind(data)}")
+            ]
+        blobs.append(RawBlob(data, dc.Origin(file, line), text[position:end]))
+        line += text.count("\n", position, end)
+        position = end
+
+
+def _parse_yaml_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
+    blobs: list[RawBlob] = []
+    for first_line, document in _yaml_documents(text):
+        try:
+            data = yaml.load(document, Loader=_Loader)  # noqa: S506 - a safe loader subclass
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = first_line + mark.line if mark else first_line
+            problem = exc.problem or exc.context or "invalid YAML"
+            return blobs, [_parse_finding(file, line, f"invalid YAML: {problem}")]
+        except yaml.YAMLError as exc:
+            return blobs, [_parse_finding(file, first_line, f"invalid YAML: {exc}")]
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            return blobs, [
+                _parse_finding(file, first_line, f"expected a mapping, found {_kind(data)}")
+            ]
+        blobs.append(
+            RawBlob(_jsonable(data), dc.Origin(file, _first_content_line(document, first_line)))
+        )
+    return blobs, []
+
+
+def _yaml_documents(text: str) -> Iterator[tuple[int, str]]:
+    """(first line, text) per ``---``-separated document; splitting first keeps lines cheap."""
+    position, line = 0, 1
+    for match in _DOCUMENT_START.finditer(text):
+        chunk = text[position : match.start()]
+        if chunk.strip():
+            yield line, chunk
+        line += chunk.count("\n")
+        position = match.start()
+    yield line, text[position:]
+
+
+def _first_content_line(document: str, first_line: int) -> int:
+    for offset, line in enumerate(document.splitlines()):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("#", "---")):
+            return first_line + offset
+    return first_line
+
+
+def _jsonable(value: Any) -> Any:
+    """YAML scalars JSON cannot hold (dates, non-string keys) as Go's converter writes them."""
+    if isinstance(value, dict):
+        return {str(k) if not isinstance(k, str) else k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    return {
+        list: "a list",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+    }.get(type(value), type(value).__name__)
+
+
+def _parse_finding(file: str, line: int | None, message: str) -> Finding:
+    return Finding("parse", "error", message, file, line)
+
+
+# --- decoding blobs into declcfg --------------------------------------------------------
+
+
+class _DecodeError(Exception):
+    pass
+
+
+def _fields(blob: dict[str, Any]) -> dict[str, Any]:
+    """Keys folded to lower case: Go's encoding/json matches struct fields that way."""
+    return {key.lower(): value for key, value in blob.items()}
+
+
+def meta_keys(blob: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    """schema/package/name (case-insensitive) and a duplicate-key problem, if any."""
+    found: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key, value in blob.items():
+        folded = key.lower()
+        if folded not in META_KEYS:
+            continue
+        if folded in seen:
+            return found, f'duplicate key "{folded}" (as "{seen[folded]}" and "{key}")'
+        seen[folded] = key
+        found[folded] = value if isinstance(value, str) else ("" if value is None else value)
+    return found, None
+
+
+def _string(value: Any, where: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _DecodeError(f"{where}: expected a string, found {_kind(value)}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _DecodeError(f"{where}: expected a list, found {_kind(value)}")
+    return value
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _DecodeError(f"{where}: expected an object, found {_kind(value)}")
+    return _fields(value)
+
+
+def _properties(value: Any) -> list[dc.Property]:
+    properties = []
+    for index, item in enumerate(_list(value, "properties")):
+        fields = _object(item, f"properties[{index}]")
+        type_ = _string(fields.get("type"), f"properties[{index}].type")
+        properties.append(dc.Property(type_, fields.get("value")))
+    return properties
+
+
+def _decode_package(f: dict[str, Any], origin: dc.Origin) -> dc.Package:
+    icon = None
+    if f.get("icon") is not None:
+        fields = _object(f["icon"], "icon")
+        icon = dc.Icon(
+            _string(fields.get("base64data"), "icon.base64data"),
+            _string(fields.get("mediatype"), "icon.mediatype"),
+        )
+    return dc.Package(
+        name=_string(f.get("name"), "name"),
+        default_channel=_string(f.get("defaultchannel"), "defaultChannel"),
+        icon=icon,
+        description=_string(f.get("description"), "description"),
+        properties=_properties(f.get("properties")),
+        origin=origin,
+    )
+
+
+def _decode_entry(item: Any, index: int) -> dc.ChannelEntry:
+    where = f"entries[{index}]"
+    fields = _object(item, where)
+    skips = [
+        _string(s, f"{where}.skips[{i}]")
+        for i, s in enumerate(_list(fields.get("skips"), f"{where}.skips"))
+    ]
+    return dc.ChannelEntry(
+        name=_string(fields.get("name"), f"{where}.name"),
+        replaces=_string(fields.get("replaces"), f"{where}.replaces"),
+        skips=skips,
+        skip_range=_string(fields.get("skiprange"), f"{where}.skipRange"),
+    )
+
+
+def _decode_channel(f: dict[str, Any], origin: dc.Origin) -> dc.Channel:
+    return dc.Channel(
+        name=_string(f.get("name"), "name"),
+        package=_string(f.get("package"), "package"),
+        entries=[_decode_entry(e, i) for i, e in enumerate(_list(f.get("entries"), "entries"))],
+        properties=_properties(f.get("properties")),
+        origin=origin,
+    )
+
+
+def _decode_bundle(f: dict[str, Any], origin: dc.Origin) -> dc.Bundle:
+    related = []
+    for index, item in enumerate(_list(f.get("relatedimages"), "relatedImages")):
+        fields = _object(item, f"relatedImages[{index}]")
+        related.append(
+            dc.RelatedImage(
+                _string(fields.get("name"), f"relatedImages[{index}].name"),
+                _string(fields.get("image"), f"relatedImages[{index}].image"),
+            )
+        )
+    return dc.Bundle(
+        name=_string(f.get("name"), "name"),
+        package=_string(f.get("package"), "package"),
+        image=_string(f.get("image"), "image"),
+        properties=_properties(f.get("properties")),
+        related_images=related,
+        origin=origin,
+    )
+
+
+def _decode_deprecation(f: dict[str, Any], origin: dc.Origin) -> dc.Deprecation:
+    entries = []
+    for index, item in enumerate(_list(f.get("entries"), "entries")):
+        fields = _object(item, f"entries[{index}]")
+        reference = _object(fields.get("reference") or {}, f"entries[{index}].reference")
+        entries.append(
+            dc.DeprecationEntry(
+                dc.DeprecationReference(
+                    _string(reference.get("schema"), f"entries[{index}].reference.schema"),
+                    _string(reference.get("name"), f"entries[{index}].reference.name"),
+                ),
+                _string(fields.get("message"), f"entries[{index}].message"),
+            )
+        )
+    return dc.Deprecation(
+        package=_string(f.get("package"), "package"), entries=entries, origin=origin
+    )
+
+
+_DECODERS = {
+    dc.SCHEMA_PACKAGE: ("packages", _decode_package),
+    dc.SCHEMA_CHANNEL: ("channels", _decode_channel),
+    dc.SCHEMA_BUNDLE: ("bundles", _decode_bundle),
+    dc.SCHEMA_DEPRECATIONS: ("deprecations", _decode_deprecation),
+}
+
+
+def decode_blob(blob: RawBlob, config: dc.DeclarativeConfig) -> Finding | None:
+    """Add one blob to ``config``; a problem comes back as a finding instead."""
+    origin = blob.origin
+    meta, duplicate = meta_keys(blob.data)
+    if duplicate:
+        return Finding("duplicate-key", "error", duplicate, origin.file, origin.line)
+    schema = meta.get("schema")
+    if not isinstance(schema, str) or not schema:
+        return Finding(
+            "schema-missing", "error", 'blob has no "schema" key', origin.file, origin.line
+        )
+    decoder = _DECODERS.get(schema)
+    if decoder is None:
+        config.others.append(
+            dc.Meta(
+                schema,
+                str(meta.get("package") or ""),
+                str(meta.get("name") or ""),
+                blob.data,
+                origin,
+            )
+        )
+        return None
+    attribute, decode = decoder
+    try:
+        getattr(config, attribute).append(decode(_fields(blob.data), origin))
+    except _DecodeError as exc:
+        name = meta.get("name") or meta.get("package") or ""
+        subject = f'{schema} "{name}"' if name else schema
+        return Finding("decode", "error", f"{subject}: {exc}", origin.file, origin.line)
+    return None
+
+
+# --- entry points ------------------------------------------------------------------------
+
+
+def iter_raw_blobs(root: Path) -> Iterator[tuple[list[RawBlob], list[Finding]]]:
+    """Per file, in walk order: its blobs and its parse problems."""
+    for path in catalog_files(root):
+        file = display_path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            yield [], [_parse_finding(file, None, f"cannot read: {exc}")]
+            continue
+        yield parse_blobs(text, file)
+
+
+def load_catalog(root: str | Path) -> LoadResult:
+    """Read every blob below ``root`` (a directory or one file); defects become findings."""
+    result = LoadResult(dc.DeclarativeConfig())
+    for blobs, problems in iter_raw_blobs(Path(root)):
+        result.findings.extend(problems)
+        for blob in blobs:
+            problem = decode_blob(blob, result.config)
+            if problem is not None:
+                result.findings.append(problem)
+    return result
+
+
+def load_texts(texts: dict[str, str]) -> LoadResult:
+    """Like :func:`load_catalog` for in-memory files (name -> text), e.g. from an image."""
+    result = LoadResult(dc.DeclarativeConfig())
+    for file in sorted(texts):
+        blobs, problems = parse_blobs(texts[file], file)
+        result.findings.extend(problems)
+        for blob in blobs:
+            problem = decode_blob(blob, result.config)
+            if problem is not None:
+                result.findings.append(problem)
+    return result
+
+
+def load_catalog_strict(root: str | Path) -> dc.DeclarativeConfig:
+    """The catalog below ``root``, or an InputError for its first load problem."""
+    result = load_catalog(root)
+    if result.errors:
+        first = result.errors[0]
+        raise InputError(first.message, path=first.file, line=first.line)
+    return result.config
