@@ -137,7 +137,7 @@ def _parse_yaml_stream(text: str, file: str) -> tuple[list[RawBlob], list[Findin
     blobs: list[RawBlob] = []
     for first_line, document in _yaml_documents(text):
         try:
-            data = yaml.load(document, Loader=_Loader)  # noqa: S506 - a safe loader subclass
+            data = yaml.load(document, Loader=_Loader)  # _Loader is a CSafeLoader
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = first_line + mark.line if mark else first_line
