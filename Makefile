@@ -13,7 +13,7 @@ help:
 	@echo "make test       install, lint, check generated files, unit tests, then e2e tests"
 	@echo "make test-unit  fast loop: unit tests only"
 	@echo "make test-e2e   tests against a real kube-apiserver (builds it on first use)"
-	@echo "make generate   regenerate operator/config/crd from the Python schemas"
+	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
 	@echo "make tools      apt-get the OCI registry and skopeo the image tests use"
 
@@ -43,10 +43,13 @@ demo: install
 	$(BIN)/olmtool crd validate --strict operator/config/crd
 	$(BIN)/olmtool bundle build
 	$(BIN)/olmtool bundle validate bundle/etcd-operator/0.3.0 --strict --select all
+	$(BIN)/olmtool catalog publish
+	$(BIN)/olmtool catalog validate catalog --strict
 
 generate: install
 	$(BIN)/olmtool crd generate
 	$(BIN)/olmtool bundle build
+	$(BIN)/olmtool catalog publish
 
 lint: install
 	$(BIN)/ruff check .
@@ -65,6 +68,8 @@ test-e2e: install
 test: lint
 	$(BIN)/olmtool crd generate --check
 	$(BIN)/olmtool bundle build --check
+	$(BIN)/olmtool catalog publish --check
+	$(BIN)/olmtool catalog validate catalog --strict
 	$(MAKE) test-unit
 	$(MAKE) test-e2e
 

@@ -10,6 +10,8 @@ Example::
       package: etcd-operator
       version: 0.3.0
       ...
+    catalog:                         # see olmtool.catalog.settings
+      packages: [{name: etcd-operator, bundles: ["bundle/etcd-operator/*"]}]
 
 Paths are relative to the directory holding ``olmtool.yaml``. Commands look for the
 file in the current directory and its parents, or take ``--config``.
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from olmtool import yamlio
 from olmtool.bundle.settings import BundleSettings
+from olmtool.catalog.settings import CatalogSettings
 from olmtool.errors import InputError
 
 CONFIG_NAME = "olmtool.yaml"
@@ -42,6 +45,7 @@ class CrdSettings(_Section):
 class Settings(_Section):
     crd: CrdSettings | None = None
     bundle: BundleSettings | None = None
+    catalog: CatalogSettings | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,346 @@
+"""Publishing: bundles (or a template) -> ``<catalog>/<package>/``, catalog.Dockerfile, image.
+
+Every package is assembled in memory, validated, and only then swapped into place, so a
+broken bundle or graph leaves the existing catalog exactly as it was.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import semver
+
+from olmtool.catalog import declcfg as dc
+from olmtool.catalog.findings import Finding
+from olmtool.catalog.load import load_catalog_strict
+from olmtool.catalog.render import (
+    CATALOG_LABEL,
+    BundlePayload,
+    RenderedBundle,
+    render_bundle,
+    render_bundle_dir,
+)
+from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
+from olmtool.catalog.validate import validate_config
+from olmtool.catalog.write import CatalogFormat, write_package
+from olmtool.errors import InputError, display_path
+from olmtool.fsutil import TreeDiff, write_atomic
+from olmtool.images import Image, build_image
+
+CONFIGS_DIR = "/configs"
+
+
+@dataclass
+class PublishResult:
+    root: Path
+    packages: dict[str, TreeDiff] = field(default_factory=dict)
+    dockerfile: Path | None = None
+    dockerfile_stale: bool = False
+    warnings: list[Finding] = field(default_factory=list)
+
+    @property
+    def stale(self) -> bool:
+        return self.dockerfile_stale or any(d.stale for d in self.packages.values())
+
+
+# --- rendering a package's bundles ---------------------------------------------------------
+
+
+def render_sources(
+    source: PackageSource, base: Path, payload: BundlePayload
+) -> list[RenderedBundle]:
+    """Each bundle directory (globs expanded, sorted) or image of a package source."""
+    rendered = []
+    for pattern in source.bundles:
+        for item in _expand(pattern, base):
+            rendered.append(_render_one(item, source, payload))
+    if not rendered:
+        raise InputError(
+            f"catalog package {source.name!r}: its bundles match nothing ({', '.join(source.bundles)})"
+        )
+    for item in rendered:
+        if item.bundle.package != source.name:
+            raise InputError(
+                f"bundle {item.bundle.name} belongs to package {item.bundle.package!r}, not {source.name!r}",
+                path=item.bundle.origin.file,
+            )
+    return rendered
+
+
+def _expand(pattern: str, base: Path) -> list[str]:
+    if _looks_like_image(pattern) and not (base / pattern).exists():
+        return [pattern]
+    matches = sorted(glob.glob(str(base / pattern)))
+    return [m for m in matches if Path(m).is_dir()]
+
+
+def _looks_like_image(text: str) -> bool:
+    first = text.split("/", 1)[0]
+    return "/" in text and ("." in first or ":" in first or first == "localhost")
+
+
+def _render_one(item: str, source: PackageSource, payload: BundlePayload) -> RenderedBundle:
+    if Path(item).is_dir():
+        rendered = render_bundle_dir(Path(item), payload=payload)
+        if source.image:
+            version = rendered.bundle.version
+            image = source.image.format(package=rendered.bundle.package, version=version)
+            rendered = render_bundle_dir(Path(item), image=image, payload=payload)
+        return rendered
+    from olmtool.bundle.image import load_bundle_image
+
+    files = load_bundle_image(item)
+    return render_bundle(files, image=item, payload=payload)
+
+
+# --- channels from the bundles' own upgrade fields ------------------------------------------
+
+
+def _version_key(rendered: RenderedBundle) -> tuple[semver.Version, str]:
+    try:
+        return semver.Version.parse(rendered.bundle.version), rendered.bundle.name
+    except ValueError:
+        raise InputError(
+            f"bundle {rendered.bundle.name}: version {rendered.bundle.version!r} is not semver",
+            path=rendered.bundle.origin.file,
+        ) from None
+
+
+def channels_from_bundles(package: str, bundles: list[RenderedBundle]) -> list[dc.Channel]:
+    """opm's replaces mode: each bundle joins its annotated channels with its CSV edges."""
+    channels: dict[str, dc.Channel] = {}
+    for rendered in sorted(bundles, key=_version_key):
+        if not rendered.channels:
+            raise InputError(
+                f"bundle {rendered.bundle.name} names no channel in metadata/annotations.yaml",
+                path=rendered.bundle.origin.file,
+            )
+        entry = dc.ChannelEntry(
+            rendered.bundle.name, rendered.replaces, list(rendered.skips), rendered.skip_range
+        )
+        for name in rendered.channels:
+            channel = channels.setdefault(name, dc.Channel(name=name, package=package))
+            channel.entries.append(
+                dc.ChannelEntry(entry.name, entry.replaces, list(entry.skips), entry.skip_range)
+            )
+    return [channels[name] for name in sorted(channels)]
+
+
+def package_from_bundles(
+    source: PackageSource, bundles: list[RenderedBundle], channels: list[dc.Channel]
+) -> dc.Package:
+    """The olm.package blob: description and icon of the newest bundle; its default channel."""
+    newest = max(bundles, key=_version_key)
+    default = source.default_channel or newest.default_channel
+    if not default and len(channels) == 1:
+        default = channels[0].name
+    return dc.Package(
+        name=source.name, default_channel=default, icon=newest.icon, description=newest.description
+    )
+
+
+def deprecations(package: str, settings: list[DeprecationSetting]) -> list[dc.Deprecation]:
+    if not settings:
+        return []
+    entries = []
+    for item in settings:
+        if item.package:
+            reference = dc.DeprecationReference(dc.SCHEMA_PACKAGE)
+        elif item.channel:
+            reference = dc.DeprecationReference(dc.SCHEMA_CHANNEL, item.channel)
+        else:
+            reference = dc.DeprecationReference(dc.SCHEMA_BUNDLE, item.bundle or "")
+        entries.append(dc.DeprecationEntry(reference, item.message))
+    return [dc.Deprecation(package=package, entries=entries)]
+
+
+def assemble_package(
+    source: PackageSource, base: Path, payload: BundlePayload
+) -> dc.DeclarativeConfig:
+    """One package's FBC from its bundles or its template."""
+    if source.template:
+        config = _from_template(base / source.template, payload)
+        wrong = sorted({p for p in config.package_names() if p != source.name})
+        if wrong:
+            raise InputError(
+                f"the template renders package(s) {', '.join(wrong)}, not {source.name!r}",
+                path=base / source.template,
+            )
+    else:
+        bundles = render_sources(source, base, payload)
+        channels = channels_from_bundles(source.name, bundles)
+        package = package_from_bundles(source, bundles, channels)
+        config = dc.DeclarativeConfig(
+            packages=[package], channels=channels, bundles=[b.bundle for b in bundles]
+        )
+    if source.default_channel:
+        for package in config.packages:
+            package.default_channel = source.default_channel
+    config.deprecations.extend(deprecations(source.name, source.deprecations))
+    return config
+
+
+def _from_template(path: Path, payload: BundlePayload) -> dc.DeclarativeConfig:
+    from olmtool.catalog.templates import load_template, render_template
+
+    return render_template(load_template(path), template_renderer(path.parent, payload))
+
+
+def template_renderer(base: Path, payload: BundlePayload) -> Callable[[str], dc.Bundle]:
+    """Render a template's bundle reference: a directory (relative to the template) or image."""
+
+    def renderer(reference: str) -> dc.Bundle:
+        path = base / reference
+        if path.is_dir():
+            return render_bundle_dir(path, payload=payload).bundle
+        from olmtool.bundle.image import load_bundle_image
+
+        return render_bundle(load_bundle_image(reference), image=reference, payload=payload).bundle
+
+    return renderer
+
+
+def check_package(config: dc.DeclarativeConfig, package: str) -> list[Finding]:
+    """Validate a package before writing it; errors stop publishing. Returns warnings."""
+    report = validate_config(config)
+    if report.errors:
+        first = report.errors[0]
+        more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
+        raise InputError(
+            f"catalog package {package!r} would be invalid, nothing written: {first}{more}"
+        )
+    return report.warnings
+
+
+# --- publishing ---------------------------------------------------------------------------
+
+
+def publish(settings: CatalogSettings, base: Path, *, check: bool = False) -> PublishResult:
+    """Regenerate every configured package under the catalog root, and the Dockerfile."""
+    root = base / settings.output
+    fmt = CatalogFormat(settings.format)
+    payload = BundlePayload(settings.payload)
+    result = PublishResult(root)
+    assembled = {
+        source.name: assemble_package(source, base, payload) for source in settings.packages
+    }
+    for name, config in assembled.items():
+        result.warnings += check_package(config, name)
+    for name, config in assembled.items():
+        result.packages[name] = write_package(config, root, name, fmt, check=check)
+    result.dockerfile = base / (settings.dockerfile or f"{settings.output.rstrip('/')}.Dockerfile")
+    text = dockerfile(Path(settings.output).name, settings.base_image)
+    current = result.dockerfile.read_text(encoding="utf-8") if result.dockerfile.is_file() else None
+    result.dockerfile_stale = current != text
+    if result.dockerfile_stale and not check:
+        write_atomic(result.dockerfile, text)
+    return result
+
+
+def add_bundle(
+    root: Path,
+    bundle_source: str,
+    *,
+    image: str | None = None,
+    channels: list[str] | None = None,
+    fmt: CatalogFormat | None = None,
+    payload: BundlePayload = BundlePayload.objects,
+) -> tuple[dc.DeclarativeConfig, TreeDiff]:
+    """``catalog add``: put one bundle into its package's channels in an existing catalog."""
+    path = Path(bundle_source)
+    if path.is_dir():
+        rendered = render_bundle_dir(path, image=image or "", payload=payload)
+    else:
+        from olmtool.bundle.image import load_bundle_image
+
+        rendered = render_bundle(
+            load_bundle_image(bundle_source), image=bundle_source, payload=payload
+        )
+    bundle = rendered.bundle
+    package_dir = root / bundle.package
+    existing = load_catalog_strict(package_dir) if package_dir.is_dir() else dc.DeclarativeConfig()
+    config = existing.for_package(bundle.package)
+    if any(b.name == bundle.name for b in config.bundles):
+        raise InputError(f"bundle {bundle.name} is already in the catalog", path=package_dir)
+    config.bundles.append(bundle)
+    wanted = channels or list(rendered.channels)
+    if not wanted:
+        raise InputError(
+            f"bundle {bundle.name} names no channel; pass --channel", path=bundle_source
+        )
+    for name in wanted:
+        channel = next((c for c in config.channels if c.name == name), None)
+        if channel is None:
+            channel = dc.Channel(name=name, package=bundle.package)
+            config.channels.append(channel)
+        channel.entries.append(
+            dc.ChannelEntry(
+                bundle.name, rendered.replaces, list(rendered.skips), rendered.skip_range
+            )
+        )
+    if not config.packages:
+        config.packages.append(
+            dc.Package(
+                bundle.package,
+                rendered.default_channel or wanted[0],
+                rendered.icon,
+                rendered.description,
+            )
+        )
+    check_package(config, bundle.package)
+    chosen = fmt or _existing_format(package_dir) or CatalogFormat.json
+    return config, write_package(config, root, bundle.package, chosen)
+
+
+def _existing_format(package_dir: Path) -> CatalogFormat | None:
+    for candidate in CatalogFormat:
+        if (package_dir / f"catalog.{candidate.value}").is_file():
+            return candidate
+    return None
+
+
+def dockerfile(configs_dir: str, base_image: str) -> str:
+    """``opm generate dockerfile``'s catalog.Dockerfile for the FBC root ``configs_dir``."""
+    return f"""# The base image is expected to contain
+# /bin/opm (with a serve subcommand) and /bin/grpc_health_probe
+FROM {base_image} as builder
+
+# Copy FBC root into image at /configs and pre-populate serve cache
+ADD {configs_dir} {CONFIGS_DIR}
+RUN ["/bin/opm", "serve", "{CONFIGS_DIR}", "--cache-dir=/tmp/cache", "--cache-only"]
+
+FROM {base_image}
+# The base image is expected to contain
+# /bin/opm (with serve subcommand) and /bin/grpc_health_probe
+
+# Configure the entrypoint and command
+ENTRYPOINT ["/bin/opm"]
+CMD ["serve", "{CONFIGS_DIR}", "--cache-dir=/tmp/cache"]
+
+COPY --from=builder {CONFIGS_DIR} {CONFIGS_DIR}
+COPY --from=builder /tmp/cache /tmp/cache
+
+# Set FBC-specific label for the location of the FBC root directory
+# in the image
+LABEL {CATALOG_LABEL}={CONFIGS_DIR}
+"""
+
+
+def catalog_image(root: Path) -> Image:
+    """A FROM-scratch image holding the catalog under /configs, labelled for OLM/catalogd.
+
+    Without opm in it, OLM v1 (catalogd) can unpack it directly; OLM v0 reaches it through
+    ``olmtool catalog serve`` (a CatalogSource with an address).
+    """
+    from olmtool.catalog.load import catalog_files
+
+    files = {
+        f"{CONFIGS_DIR.strip('/')}/{path.relative_to(root).as_posix()}": path.read_bytes()
+        for path in catalog_files(root)
+    }
+    if not files:
+        raise InputError("the catalog holds no files", path=display_path(root))
+    return build_image(files, {CATALOG_LABEL: CONFIGS_DIR})

@@ -1,0 +1,353 @@
+"""``opm render``: bundle directories and images (bundle or catalog) as declcfg blobs.
+
+A bundle becomes the olm.bundle blob opm would write: name from the CSV, package from
+annotations.yaml, properties derived from the CSV, CRDs, dependencies.yaml and
+properties.yaml (sorted by type then value), then either one olm.bundle.object per
+manifest or a single olm.csv.metadata, and relatedImages from the CSV and the
+operator's containers.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from olmtool import yamlio
+from olmtool.bundle import format as fmt
+from olmtool.bundle.model import Bundle as BundleFiles
+from olmtool.bundle.model import load_bundle
+from olmtool.catalog import declcfg as dc
+from olmtool.catalog import properties as props
+from olmtool.catalog.load import load_catalog_strict, load_texts
+from olmtool.errors import InputError, display_path
+
+CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
+DEPENDENCIES_FILE = "metadata/dependencies.yaml"
+PROPERTIES_FILE = "metadata/properties.yaml"
+CSV_PROPERTIES_ANNOTATION = "olm.properties"
+SKIP_RANGE_ANNOTATION = "olm.skipRange"
+
+# olm.csv.metadata's fields: (key in the property, where it lives in the CSV).
+_CSV_METADATA_FIELDS = (
+    ("annotations", "metadata.annotations"),
+    ("apiServiceDefinitions", "spec.apiservicedefinitions"),
+    ("crdDescriptions", "spec.customresourcedefinitions"),
+    ("description", "spec.description"),
+    ("displayName", "spec.displayName"),
+    ("installModes", "spec.installModes"),
+    ("keywords", "spec.keywords"),
+    ("labels", "metadata.labels"),
+    ("links", "spec.links"),
+    ("maintainers", "spec.maintainers"),
+    ("maturity", "spec.maturity"),
+    ("minKubeVersion", "spec.minKubeVersion"),
+    ("nativeAPIs", "spec.nativeAPIs"),
+    ("provider", "spec.provider"),
+)
+
+
+class BundlePayload(StrEnum):
+    """How a rendered bundle carries its manifests."""
+
+    objects = "objects"  # one olm.bundle.object per manifest (opm's default)
+    csv_metadata = "csv-metadata"  # a single olm.csv.metadata, no manifests (smaller)
+
+
+@dataclass(frozen=True)
+class RenderedBundle:
+    """A rendered olm.bundle plus what publishing needs from the bundle's metadata."""
+
+    bundle: dc.Bundle
+    channels: tuple[str, ...]
+    default_channel: str
+    replaces: str
+    skips: tuple[str, ...]
+    skip_range: str
+    description: str
+    icon: dc.Icon | None
+
+
+def render(
+    sources: Iterable[str | Path], *, payload: BundlePayload = BundlePayload.objects
+) -> dc.DeclarativeConfig:
+    """Every source (bundle dir, FBC dir or file, bundle or catalog image) as one config."""
+    config = dc.DeclarativeConfig()
+    for source in sources:
+        config.extend(render_source(str(source), payload=payload))
+    return config
+
+
+def render_source(
+    source: str, *, payload: BundlePayload = BundlePayload.objects
+) -> dc.DeclarativeConfig:
+    path = Path(source)
+    if path.exists():
+        if path.is_dir() and (path / fmt.MANIFESTS_DIR).is_dir():
+            bundle = render_bundle_dir(path, payload=payload).bundle
+            return dc.DeclarativeConfig(bundles=[bundle])
+        return load_catalog_strict(path)
+    if "/" not in source and ":" not in source:
+        raise InputError("no such bundle directory, catalog or image reference", path=source)
+    return render_image(source, payload=payload)
+
+
+def render_bundle_dir(
+    root: Path, *, image: str = "", payload: BundlePayload = BundlePayload.objects
+) -> RenderedBundle:
+    """The olm.bundle for a bundle directory; ``image`` is its pull spec, if known."""
+    files = load_bundle(root)
+    return render_bundle(files, image=image, payload=payload)
+
+
+def render_image(
+    reference: str, *, payload: BundlePayload = BundlePayload.objects
+) -> dc.DeclarativeConfig:
+    """Pull ``reference``; a catalog image gives its FBC, a bundle image its olm.bundle."""
+    from olmtool.images import pull
+
+    image = pull(reference)
+    labels = image.labels
+    with tempfile.TemporaryDirectory(prefix="olmtool-render-") as workdir:
+        root = Path(workdir)
+        image.extract(root)
+        if CATALOG_LABEL in labels:
+            configs = root / labels[CATALOG_LABEL].lstrip("/")
+            texts = {
+                f"{reference}:{labels[CATALOG_LABEL].rstrip('/')}/{p.relative_to(configs).as_posix()}": p.read_text(
+                    encoding="utf-8"
+                )
+                for p in sorted(configs.rglob("*"))
+                if p.is_file() and p.name != ".indexignore"
+            }
+            result = load_texts(texts)
+            if result.errors:
+                first = result.errors[0]
+                raise InputError(first.message, path=first.file, line=first.line)
+            return result.config
+        if fmt.PACKAGE not in labels:
+            raise InputError(
+                f"image {reference} is neither a bundle nor a catalog image (no {fmt.PACKAGE} or {CATALOG_LABEL} label)"
+            )
+        files = load_bundle(root, label=reference)
+        return dc.DeclarativeConfig(
+            bundles=[render_bundle(files, image=reference, payload=payload).bundle]
+        )
+
+
+def render_bundle(
+    files: BundleFiles, *, image: str = "", payload: BundlePayload = BundlePayload.objects
+) -> RenderedBundle:
+    """Render a loaded bundle; a bundle too broken to render is an InputError."""
+    where = files.display("") if files.label else display_path(files.root)
+    fatal = [p for p in files.problems if p.check.startswith(("format/", "loader/"))]
+    if fatal:
+        raise InputError(
+            f"not a valid bundle: {fatal[0].message}",
+            path=fatal[0].file or where,
+            line=fatal[0].line,
+        )
+    csv = files.csv
+    if csv is None:  # load_bundle reported it, but be explicit
+        raise InputError("not a valid bundle: no ClusterServiceVersion", path=where)
+    annotations = files.annotations or {}
+    package = annotations.get(fmt.PACKAGE, "")
+    if not package:
+        raise InputError(
+            f"not a valid bundle: metadata/annotations.yaml has no {fmt.PACKAGE}", path=where
+        )
+    document = yamlio.plain(csv.document)
+    version = str(_get(document, "spec.version") or "")
+    if not version:
+        raise InputError(
+            "the ClusterServiceVersion has no spec.version", path=files.display(csv.file)
+        )
+    properties = _properties(files, document, package, version)
+    manifests = [yamlio.plain(o.document) for o in files.manifest_objects]
+    if payload is BundlePayload.objects:
+        properties += [props.bundle_object(m) for m in manifests]
+    else:
+        properties.append(dc.Property(dc.PROP_CSV_METADATA, csv_metadata(document)))
+    bundle = dc.Bundle(
+        name=csv.name,
+        package=package,
+        image=image,
+        properties=properties,
+        related_images=_related_images(document, image),
+        origin=dc.Origin(where),
+    )
+    spec = document.get("spec") or {}
+    icons = spec.get("icon") or []
+    icon = None
+    if icons and isinstance(icons[0], dict):
+        icon = dc.Icon(str(icons[0].get("base64data") or ""), str(icons[0].get("mediatype") or ""))
+    return RenderedBundle(
+        bundle=bundle,
+        channels=tuple(c for c in annotations.get(fmt.CHANNELS, "").split(",") if c),
+        default_channel=annotations.get(fmt.DEFAULT_CHANNEL, ""),
+        replaces=str(spec.get("replaces") or ""),
+        skips=tuple(str(s) for s in spec.get("skips") or []),
+        skip_range=str(
+            (_get(document, "metadata.annotations") or {}).get(SKIP_RANGE_ANNOTATION) or ""
+        ),
+        description=str(spec.get("description") or ""),
+        icon=icon,
+    )
+
+
+def _get(document: dict[str, Any], dotted: str) -> Any:
+    node: Any = document
+    for key in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _properties(
+    files: BundleFiles, csv: dict[str, Any], package: str, version: str
+) -> list[dc.Property]:
+    found: list[dc.Property] = [
+        dc.Property(dc.PROP_PACKAGE, {"packageName": package, "version": version})
+    ]
+    for crd in files.crds:
+        document = yamlio.plain(crd.document)
+        group = _get(document, "spec.group") or ""
+        kind = _get(document, "spec.names.kind") or ""
+        for served in _get(document, "spec.versions") or []:
+            found.append(_gvk(dc.PROP_GVK, group, kind, served.get("name", "")))
+        if _get(document, "spec.version"):  # apiextensions v1beta1's single version
+            found.append(_gvk(dc.PROP_GVK, group, kind, _get(document, "spec.version")))
+    for owned in _get(csv, "spec.apiservicedefinitions.owned") or []:
+        found.append(
+            _gvk(
+                dc.PROP_GVK, owned.get("group", ""), owned.get("kind", ""), owned.get("version", "")
+            )
+        )
+    for required in _get(csv, "spec.customresourcedefinitions.required") or []:
+        group = str(required.get("name", "")).partition(".")[2]
+        found.append(
+            _gvk(dc.PROP_GVK_REQUIRED, group, required.get("kind", ""), required.get("version", ""))
+        )
+    for required in _get(csv, "spec.apiservicedefinitions.required") or []:
+        found.append(
+            _gvk(
+                dc.PROP_GVK_REQUIRED,
+                required.get("group", ""),
+                required.get("kind", ""),
+                required.get("version", ""),
+            )
+        )
+    found += _dependencies(files)
+    found += _passthrough(files, csv)
+    return _sorted_unique(found)
+
+
+def _gvk(type_: str, group: str, kind: str, version: str) -> dc.Property:
+    return dc.Property(type_, {"group": group, "kind": kind, "version": version})
+
+
+def _dependencies(files: BundleFiles) -> list[dc.Property]:
+    """metadata/dependencies.yaml: olm.gvk, olm.package and olm.constraint dependencies."""
+    document = _metadata_yaml(files, DEPENDENCIES_FILE)
+    found = []
+    for index, item in enumerate((document or {}).get("dependencies") or []):
+        type_, value = item.get("type"), item.get("value") or {}
+        if type_ == "olm.gvk":
+            found.append(
+                _gvk(
+                    dc.PROP_GVK_REQUIRED,
+                    value.get("group", ""),
+                    value.get("kind", ""),
+                    value.get("version", ""),
+                )
+            )
+        elif type_ == "olm.package":
+            found.append(
+                dc.Property(
+                    dc.PROP_PACKAGE_REQUIRED,
+                    {
+                        "packageName": value.get("packageName", ""),
+                        "versionRange": value.get("version", ""),
+                    },
+                )
+            )
+        elif type_ == "olm.constraint":
+            found.append(dc.Property(dc.PROP_CONSTRAINT, value))
+        else:
+            raise InputError(
+                f"dependencies[{index}]: unknown dependency type {type_!r} (olm.gvk, olm.package or olm.constraint)",
+                path=files.display(DEPENDENCIES_FILE),
+            )
+    return found
+
+
+def _passthrough(files: BundleFiles, csv: dict[str, Any]) -> list[dc.Property]:
+    """properties.yaml and the CSV's olm.properties annotation, as given."""
+    found = []
+    document = _metadata_yaml(files, PROPERTIES_FILE)
+    for item in (document or {}).get("properties") or []:
+        found.append(dc.Property(str(item.get("type", "")), item.get("value")))
+    annotation = (_get(csv, "metadata.annotations") or {}).get(CSV_PROPERTIES_ANNOTATION)
+    if annotation:
+        try:
+            items = json.loads(annotation)
+        except ValueError:
+            raise InputError(
+                f"the CSV annotation {CSV_PROPERTIES_ANNOTATION} is not a JSON list",
+                path=files.display(files.csv.file if files.csv else ""),
+            ) from None
+        found += [
+            dc.Property(str(item.get("type", "")), item.get("value"))
+            for item in items
+            if isinstance(item, dict)
+        ]
+    return found
+
+
+def _metadata_yaml(files: BundleFiles, relative: str) -> dict[str, Any] | None:
+    if relative not in files.files:
+        return None
+    document = yamlio.plain(
+        yamlio.loads(files.files[relative].decode("utf-8"), path=files.display(relative))
+    )
+    if document is not None and not isinstance(document, dict):
+        raise InputError("expected a mapping", path=files.display(relative))
+    return document
+
+
+def _sorted_unique(found: list[dc.Property]) -> list[dc.Property]:
+    unique: dict[tuple[str, str], dc.Property] = {}
+    for prop in found:
+        unique.setdefault((prop.type, json.dumps(prop.value, sort_keys=True)), prop)
+    return [unique[key] for key in sorted(unique)]
+
+
+def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
+    """The olm.csv.metadata value: the CSV fields OLM v1 and consoles show."""
+    value: dict[str, Any] = {}
+    for key, dotted in _CSV_METADATA_FIELDS:
+        found = _get(csv, dotted)
+        if found not in (None, "", [], {}):
+            value[key] = found
+    return value
+
+
+def _related_images(csv: dict[str, Any], image: str) -> list[dc.RelatedImage]:
+    """CSV relatedImages, the operator containers' images and the bundle image, by image."""
+    found: dict[str, str] = {}
+    for related in _get(csv, "spec.relatedImages") or []:
+        if related.get("image"):
+            found.setdefault(related["image"], related.get("name") or "")
+    for deployment in _get(csv, "spec.install.spec.deployments") or []:
+        pod = _get(deployment, "spec.template.spec") or {}
+        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
+            if container.get("image"):
+                found.setdefault(container["image"], "")
+    if image:
+        found.setdefault(image, "")
+    return [dc.RelatedImage(name, ref) for ref, name in sorted(found.items())]
