@@ -165,3 +165,28 @@ def test_a_refused_push_is_one_line_and_keeps_the_catalog(
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert read_tree(project / "catalog") == before
+
+
+def test_publish_from_a_semver_template(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "template.yaml").write_text(
+        "schema: olm.semver\n"
+        "generateMinorChannels: true\n"
+        "stable:\n"
+        "  bundles:\n"
+        "    - image: bundles/0.1.0\n"
+        "    - image: bundles/0.2.0\n"
+        "    - image: bundles/0.3.0\n"
+    )
+    (project / "olmtool.yaml").write_text(
+        "catalog:\n  packages:\n    - name: etcd-operator\n      template: template.yaml\n"
+    )
+    result = olmtool("catalog", "publish", cwd=project)
+    assert result.returncode == 0, result.stderr
+    config = load_catalog_strict(project / "catalog")
+    assert sorted(c.name for c in config.channels) == ["stable-v0.1", "stable-v0.2", "stable-v0.3"]
+    assert config.packages[0].default_channel == "stable-v0.3"
+    head = next(c for c in config.channels if c.name == "stable-v0.3").entries[-1]
+    assert head.name == "etcd-operator.v0.3.0"
+    assert head.replaces == "etcd-operator.v0.2.0"
+    assert head.skips == ["etcd-operator.v0.1.0"]
