@@ -6,7 +6,16 @@ Pure functions over :mod:`olmtool.catalog.declcfg` objects; validation
 
 from __future__ import annotations
 
+import contextlib
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import semver
+
 from olmtool.catalog import declcfg as dc
+from olmtool.versions import parse_range, parse_version
 
 
 def channel_heads(channel: dc.Channel) -> list[str]:
@@ -26,3 +35,97 @@ def channel_head(channel: dc.Channel) -> str:
         found = ", ".join(heads) or "none"
         raise ValueError(f'channel "{channel.name}" needs exactly one head, found {found}')
     return heads[0]
+
+
+# --- upgrade edges ---------------------------------------------------------------------------
+
+EdgeKind = Literal["replace", "skip", "skipRange"]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One upgrade edge of a channel, from the older bundle to the entry that upgrades it.
+
+    ``range`` is the skipRange text for ``skipRange`` edges and "" otherwise.
+    """
+
+    from_: str
+    to: str
+    kind: EdgeKind
+    range: str = ""
+
+
+def bundle_versions(
+    bundles: Mapping[str, dc.Bundle] | Iterable[dc.Bundle],
+) -> dict[str, semver.Version]:
+    """Bundle name -> semver version, leaving out bundles whose version does not parse."""
+    values = bundles.values() if isinstance(bundles, Mapping) else bundles
+    versions: dict[str, semver.Version] = {}
+    for bundle in values:
+        if bundle.name in versions:
+            continue
+        with contextlib.suppress(ValueError):
+            versions[bundle.name] = parse_version(bundle.version)
+    return versions
+
+
+def upgrade_edges(
+    channel: dc.Channel, bundles: Mapping[str, dc.Bundle] | Iterable[dc.Bundle]
+) -> list[Edge]:
+    """Every upgrade edge of ``channel``, in entry order; per entry: replace, skips, skipRange.
+
+    ``bundles`` are the package's bundles (a name -> bundle mapping or any iterable; bundles
+    of other packages are ignored), needed for versions. replaces and skips edges are kept
+    even when they name no entry of the channel (opm allows the tail to replace a bundle
+    that does not exist); a skipRange yields one edge per *other* entry of the channel
+    whose bundle version it contains, and none when it does not parse.
+    """
+    if not isinstance(bundles, Mapping):
+        bundles = [b for b in bundles if b.package == channel.package]
+    versions = bundle_versions(bundles)
+    entry_versions = [(e.name, versions.get(e.name)) for e in channel.entries]
+    edges: list[Edge] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def add(edge: Edge) -> None:
+        key = (edge.from_, edge.to, edge.kind)
+        if key not in seen and edge.from_ != edge.to:
+            seen.add(key)
+            edges.append(edge)
+
+    for entry in channel.entries:
+        if entry.replaces:
+            add(Edge(entry.replaces, entry.name, "replace"))
+        for skipped in entry.skips:
+            if skipped:
+                add(Edge(skipped, entry.name, "skip"))
+        if entry.skip_range:
+            try:
+                skip_range = parse_range(entry.skip_range)
+            except ValueError:
+                continue
+            for name, version in entry_versions:
+                if version is not None and skip_range.contains(version):
+                    add(Edge(name, entry.name, "skipRange", entry.skip_range))
+    return edges
+
+
+def successors(edges: Iterable[Edge], name: str) -> list[Edge]:
+    """The edges leaving ``name``: the entries a bundle ``name`` may upgrade to."""
+    return [e for e in edges if e.from_ == name]
+
+
+def distances_to_head(edges: Iterable[Edge], head: str) -> dict[str, int]:
+    """Fewest upgrade edges from each bundle to ``head`` (head: 0); absent when unreachable."""
+    older: dict[str, list[str]] = {}
+    for edge in edges:
+        older.setdefault(edge.to, []).append(edge.from_)
+    distances = {head: 0}
+    queue = deque([head])
+    while queue:
+        name = queue.popleft()
+        for previous in older.get(name, []):
+            if previous not in distances:
+                distances[previous] = distances[name] + 1
+                queue.append(previous)
+    return distances

@@ -22,7 +22,7 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.findings import Finding, Severity
 from olmtool.catalog.load import load_catalog
-from olmtool.catalog.model import channel_heads
+from olmtool.catalog.model import channel_heads, distances_to_head, upgrade_edges
 from olmtool.errors import InputError
 from olmtool.images import parse_reference
 from olmtool.versions import parse_range
@@ -574,28 +574,8 @@ class _Checker:
 
     def reaches_head(self, channel: dc.Channel, head: str) -> set[str]:
         """Entries with a path of replaces/skips/skipRange edges to ``head``."""
-        bundles = self.bundles.get(channel.package, {})
-        versions = {
-            e.name: _semver(bundles[e.name].version) if e.name in bundles else None
-            for e in channel.entries
-        }
-        reached, frontier = {head}, [head]
-        by_name = {e.name: e for e in channel.entries}
-        while frontier:
-            entry = by_name[frontier.pop()]
-            older = {entry.replaces, *entry.skips} & by_name.keys()
-            if entry.skip_range:
-                try:
-                    skip_range = parse_range(entry.skip_range)
-                    older |= {
-                        n for n, v in versions.items() if v is not None and skip_range.contains(v)
-                    }
-                except ValueError:
-                    pass
-            for name in older - reached:
-                reached.add(name)
-                frontier.append(name)
-        return reached
+        edges = upgrade_edges(channel, self.bundles.get(channel.package, {}))
+        return set(distances_to_head(edges, head))
 
     # --- deprecations ------------------------------------------------------------------------
 
