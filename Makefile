@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate proto lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -51,9 +51,14 @@ generate: install
 	$(BIN)/olmtool bundle build
 	$(BIN)/olmtool catalog publish
 
+# The registry API stubs are generated from olmtool/registry/proto/registry.proto.
+proto: install
+	$(BIN)/python -m olmtool.registry.proto.generate
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python -m olmtool.registry.proto.generate --check
 
 format: install
 	$(BIN)/ruff check --fix .

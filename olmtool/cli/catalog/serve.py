@@ -1,0 +1,103 @@
+"""``olmtool catalog serve``: the registry gRPC API and catalogd's HTTP API for a catalog."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+import typer
+
+from olmtool.cli.catalog import app
+from olmtool.cli.output import escape, stderr, stdout
+from olmtool.errors import InputError, display_path
+from olmtool.registry import CatalogIndex, build_index, start_server
+
+
+@app.command()
+def serve(
+    directory: Path = typer.Argument(..., help="The catalog's root directory (or one file)."),
+    port: int = typer.Option(50051, "--port", "-p", help="gRPC port (0 picks a free one)."),
+    http_port: int = typer.Option(
+        8080, "--http-port", help="catalogd HTTP port; 0 turns the HTTP API off."
+    ),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Address to listen on (0.0.0.0 for every interface)."
+    ),
+    catalog_name: str | None = typer.Option(
+        None, "--catalog-name", help="The <name> in /catalogs/<name>/ (default: directory name)."
+    ),
+    cache_dir: Path | None = typer.Option(
+        None, "--cache-dir", help="Keep the index here; reused while the catalog is unchanged."
+    ),
+    cache_only: bool = typer.Option(
+        False, "--cache-only", help="Build the --cache-dir index and exit without serving."
+    ),
+    log_requests: bool = typer.Option(
+        True, "--log-requests/--quiet", help="Log one line per request to stderr."
+    ),
+) -> None:
+    """Serve a file-based catalog like `opm serve`, plus catalogd's HTTP API (OLM v1).
+
+    gRPC: api.Registry (what OLM v0 CatalogSources use), grpc.health.v1 and reflection.
+
+    HTTP: /catalogs/<name>/api/v1/all and /catalogs/<name>/api/v1/metas?schema=&package=&name=
+
+    Runs until SIGTERM or Ctrl-C, then exits 0.
+
+    Examples:
+
+      olmtool catalog serve catalog/
+
+      olmtool catalog serve catalog/ --port 50052 --http-port 0 --quiet
+
+      olmtool catalog serve catalog/ --cache-dir cache/ --cache-only
+
+      grpcurl -plaintext localhost:50051 api.Registry/ListPackages
+    """
+    if cache_only:
+        if cache_dir is None:
+            raise InputError("--cache-only needs --cache-dir")
+        index = build_index(directory, cache_dir=cache_dir)
+        _report_index(index)
+        stdout.print(f"cache in {escape(display_path(cache_dir))} is up to date")
+        index.close()
+        return
+    log = (lambda line: stderr.print(escape(line))) if log_requests else None
+    server = start_server(
+        directory,
+        grpc_port=port,
+        http_port=http_port or None,
+        host=host,
+        catalog_name=catalog_name,
+        cache_dir=cache_dir,
+        log=log,
+    )
+    stop = threading.Event()
+    _on_signals(stop)  # only now: until the index is built, Ctrl-C interrupts as usual
+    try:
+        index = server.index
+        _report_index(index)
+        stdout.print(f"serving api.Registry on {escape(server.grpc_address)}")
+        if server.catalog_url:
+            stdout.print(f"serving catalogd on {escape(server.catalog_url)}/api/v1/all")
+        stop.wait()
+        stderr.print("shutting down")
+    finally:
+        server.stop()
+
+
+def _report_index(index: CatalogIndex) -> None:
+    how = "from the cache" if index.cached else f"in {index.data.build_seconds:.2f}s"
+    stderr.print(f"indexed {len(index.packages)} package(s), {index.bundle_count} bundle(s) {how}")
+
+
+def _on_signals(stop: threading.Event) -> None:
+    """SIGTERM (kubelet, docker stop) and SIGINT (Ctrl-C) both end serving cleanly."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, handle)

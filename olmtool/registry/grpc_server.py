@@ -1,0 +1,457 @@
+"""The OLM registry gRPC service (``api.Registry``) over a :class:`CatalogIndex`.
+
+Semantics follow opm's file-based server (operator-registry ``pkg/cache`` and
+``pkg/api/model_to_api.go``): bundles come back per channel with the entry's replaces,
+skips and skipRange; the single-bundle RPCs clear replaces and skips; ListBundles leaves out
+the CSV and objects of bundles that have an image. Unlike opm, which answers every miss
+with status UNKNOWN, a miss here is NOT_FOUND and a missing required field INVALID_ARGUMENT
+(OLM only checks that a call failed). The process also serves grpc.health.v1 (SERVING)
+and server reflection, as ``opm serve`` does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import inspect
+import json
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+import yaml
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from olmtool.catalog import declcfg as dc
+from olmtool.registry.index import (
+    GVK,
+    BundleSummary,
+    CatalogIndex,
+    ChannelSummary,
+    Entry,
+    EntryRef,
+    NotFoundError,
+)
+from olmtool.registry.proto import registry_pb2 as pb
+from olmtool.registry.proto import registry_pb2_grpc as pb_grpc
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Registry"].full_name  # "api.Registry"
+CSV_KIND = "ClusterServiceVersion"
+CSV_API_VERSION = "operators.coreos.com/v1alpha1"
+# Not part of the API: olm.bundle.object would double a CSV projected into annotations.
+HIDDEN_PROPERTIES = frozenset({dc.PROP_BUNDLE_OBJECT, dc.PROP_CSV_METADATA})
+
+RequestLog = Callable[[str], None]
+
+
+class BadRequest(ValueError):
+    """A request lacks a field the RPC cannot do without."""
+
+
+class UnreadableBundleError(Exception):
+    """A bundle's objects cannot be decoded: the catalog is broken, not the request.
+
+    Objects are decoded per request (decoding all of them at start-up would double it),
+    so a bad base64 or manifest surfaces here, as INTERNAL naming the bundle.
+    """
+
+
+_STATUS = {
+    NotFoundError: grpc.StatusCode.NOT_FOUND,
+    BadRequest: grpc.StatusCode.INVALID_ARGUMENT,
+    UnreadableBundleError: grpc.StatusCode.INTERNAL,
+}
+_MAPPED = tuple(_STATUS)
+
+
+def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn index misses, bad requests and broken bundles into gRPC statuses.
+
+    Works for plain and streaming (generator) methods alike; anything else stays UNKNOWN.
+    """
+
+    def abort(context: grpc.ServicerContext, exc: Exception) -> None:
+        context.abort(next(c for k, c in _STATUS.items() if isinstance(exc, k)), str(exc))
+
+    if inspect.isgeneratorfunction(method):
+
+        @functools.wraps(method)
+        def stream(self: Any, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            try:
+                yield from method(self, request, context)
+            except _MAPPED as exc:
+                abort(context, exc)
+
+        return stream
+
+    @functools.wraps(method)
+    def unary(self: Any, request: Any, context: grpc.ServicerContext) -> Any:
+        try:
+            return method(self, request, context)
+        except _MAPPED as exc:
+            abort(context, exc)
+
+    return unary
+
+
+def _require(**fields: str) -> None:
+    missing = [name for name, value in fields.items() if not value]
+    if missing:
+        raise BadRequest(f"{', '.join(missing)} must be set")
+
+
+def _gvk(request: Any) -> GVK:
+    """(group, version, kind) of a provider request; plural is ignored, as opm does."""
+    _require(version=request.version, kind=request.kind)
+    return (request.group, request.version, request.kind)
+
+
+class RegistryServicer(pb_grpc.RegistryServicer):
+    """``api.Registry`` answered from the index; bundles are materialised per request."""
+
+    def __init__(self, index: CatalogIndex) -> None:
+        self.index = index
+
+    @_rpc
+    def ListPackages(self, request: pb.ListPackageRequest, context: Any) -> Iterator[Any]:
+        for name in self.index.packages:
+            yield pb.PackageName(name=name)
+
+    @_rpc
+    def GetPackage(self, request: pb.GetPackageRequest, context: Any) -> pb.Package:
+        _require(name=request.name)
+        package = self.index.package(request.name)
+        message = pb.Package(name=package.name, defaultChannelName=package.default_channel)
+        for channel in package.channels.values():
+            item = message.channels.add(name=channel.name, csvName=channel.head)
+            if channel.deprecation:
+                item.deprecation.message = channel.deprecation
+        if package.deprecation:
+            message.deprecation.message = package.deprecation
+        return message
+
+    @_rpc
+    def GetBundle(self, request: pb.GetBundleRequest, context: Any) -> pb.Bundle:
+        _require(pkgName=request.pkgName, channelName=request.channelName, csvName=request.csvName)
+        channel, entry = self.index.entry(request.pkgName, request.channelName, request.csvName)
+        return bundle_message(self.index, channel, entry, trimmed=True)
+
+    @_rpc
+    def GetBundleForChannel(self, request: pb.GetBundleInChannelRequest, context: Any) -> Any:
+        _require(pkgName=request.pkgName, channelName=request.channelName)
+        channel = self.index.channel(request.pkgName, request.channelName)
+        return bundle_message(self.index, channel, channel.entries[channel.head], trimmed=True)
+
+    @_rpc
+    def GetChannelEntriesThatReplace(
+        self, request: pb.GetAllReplacementsRequest, context: Any
+    ) -> Iterator[pb.ChannelEntry]:
+        _require(csvName=request.csvName)
+        yield from _entries(self.index.entries_that_replace(request.csvName))
+
+    @_rpc
+    def GetBundleThatReplaces(self, request: pb.GetReplacementRequest, context: Any) -> Any:
+        _require(csvName=request.csvName, pkgName=request.pkgName, channelName=request.channelName)
+        channel, entry = self.index.bundle_that_replaces(
+            request.csvName, request.pkgName, request.channelName
+        )
+        return bundle_message(self.index, channel, entry, trimmed=True)
+
+    @_rpc
+    def GetChannelEntriesThatProvide(
+        self, request: pb.GetAllProvidersRequest, context: Any
+    ) -> Iterator[pb.ChannelEntry]:
+        yield from _entries(self.index.entries_that_provide(_gvk(request)))
+
+    @_rpc
+    def GetLatestChannelEntriesThatProvide(
+        self, request: pb.GetLatestProvidersRequest, context: Any
+    ) -> Iterator[pb.ChannelEntry]:
+        yield from _entries(self.index.latest_entries_that_provide(_gvk(request)))
+
+    @_rpc
+    def GetDefaultBundleThatProvides(
+        self, request: pb.GetDefaultProviderRequest, context: Any
+    ) -> Any:
+        channel, entry = self.index.default_bundle_that_provides(_gvk(request))
+        return bundle_message(self.index, channel, entry, trimmed=True)
+
+    @_rpc
+    def ListBundles(self, request: pb.ListBundlesRequest, context: Any) -> Iterator[pb.Bundle]:
+        for channel, entry in self.index.channel_entries():
+            if not context.is_active():
+                return
+            yield bundle_message(self.index, channel, entry, listing=True)
+
+
+def _entries(refs: list[EntryRef]) -> Iterator[pb.ChannelEntry]:
+    for ref in refs:
+        yield pb.ChannelEntry(
+            packageName=ref.package,
+            channelName=ref.channel,
+            bundleName=ref.bundle,
+            replaces=ref.replaces,
+        )
+
+
+# --- bundles as the API returns them ------------------------------------------------------
+
+
+def bundle_message(
+    index: CatalogIndex,
+    channel: ChannelSummary,
+    entry: Entry,
+    *,
+    trimmed: bool = False,
+    listing: bool = False,
+) -> pb.Bundle:
+    """The Bundle message for one channel entry (model_to_api.go).
+
+    ``trimmed``: the single-bundle RPCs leave out replaces and skips. ``listing``:
+    ListBundles leaves out csvJson and objects when the bundle has an image, so they are
+    not even decoded then.
+    """
+    summary = index.bundle(channel.package, entry.name)
+    bundle = index.load_bundle(summary)
+    message = pb.Bundle(
+        csvName=bundle.name,
+        packageName=bundle.package,
+        channelName=channel.name,
+        bundlePath=bundle.image,
+        version=summary.version,
+        skipRange=entry.skip_range,
+        providedApis=[_gvk_message(gvk) for gvk in summary.provides],
+        requiredApis=[_gvk_message(gvk) for gvk in summary.requires],
+        dependencies=_dependencies(bundle),
+        properties=[
+            pb.Property(type=p.type, value=dc.to_json(p.value, indent=None))
+            for p in bundle.properties
+            if p.type not in HIDDEN_PROPERTIES
+        ],
+    )
+    if not trimmed:
+        message.replaces = entry.replaces
+        message.skips.extend(entry.skips)
+    if summary.deprecation:
+        message.deprecation.message = summary.deprecation
+    if not (listing and bundle.image):
+        objects = bundle_objects(index, summary, bundle)
+        csv = next((text for text, obj in objects if obj.get("kind") == CSV_KIND), "")
+        texts = [text for text, _ in objects]
+        if not csv and len(bundle.properties_of(dc.PROP_CSV_METADATA)) == 1:
+            csv = synthesized_csv(index, summary, bundle)
+            texts = texts or [csv]
+        message.csvJson = csv
+        message.object.extend(texts)
+    return message
+
+
+def _gvk_message(gvk: GVK) -> pb.GroupVersionKind:
+    group, version, kind = gvk
+    return pb.GroupVersionKind(group=group, version=version, kind=kind)
+
+
+def _dependencies(bundle: dc.Bundle) -> list[pb.Dependency]:
+    """olm.gvk.required and olm.package.required as the legacy dependency types."""
+    found = []
+    for prop in bundle.properties:
+        value = prop.value if isinstance(prop.value, dict) else {}
+        if prop.type == dc.PROP_GVK_REQUIRED:
+            gvk = {k: value.get(k, "") for k in ("group", "kind", "version")}
+            found.append(pb.Dependency(type=dc.PROP_GVK, value=go_json(gvk)))
+        elif prop.type == dc.PROP_PACKAGE_REQUIRED:
+            package = {
+                "packageName": value.get("packageName", ""),
+                "version": value.get("versionRange", ""),
+            }
+            found.append(pb.Dependency(type=dc.PROP_PACKAGE, value=go_json(package)))
+    return found
+
+
+def bundle_objects(
+    index: CatalogIndex, summary: BundleSummary, bundle: dc.Bundle
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every olm.bundle.object as (JSON text, object), in property order.
+
+    Like opm (sigs.k8s.io/yaml.ToJSON), each manifest is YAML or JSON re-encoded as compact
+    JSON with sorted keys and Go's HTML escaping.
+    """
+    found = []
+    for number, prop in enumerate(bundle.properties_of(dc.PROP_BUNDLE_OBJECT)):
+        value = prop.value if isinstance(prop.value, dict) else {}
+        try:
+            if value.get("ref"):
+                raw = index.read_source(summary.source, str(value["ref"]))
+            else:
+                raw = base64.b64decode(str(value.get("data") or ""), validate=True)
+            obj = _manifest(raw)
+        except (OSError, ValueError, binascii.Error, yaml.YAMLError) as exc:
+            raise UnreadableBundleError(
+                f'bundle "{bundle.name}": olm.bundle.object[{number}] is unreadable: {exc}'
+            ) from None
+        found.append((go_json(obj, sort_keys=True), obj if isinstance(obj, dict) else {}))
+    return found
+
+
+def _manifest(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return yaml.load(raw, Loader=yaml.CSafeLoader)
+
+
+def synthesized_csv(index: CatalogIndex, summary: BundleSummary, bundle: dc.Bundle) -> str:
+    """A minimal CSV from olm.csv.metadata, for bundles that carry no CSV object.
+
+    Mirrors opm: metadata.name is the bundle, the spec gets the metadata fields, the
+    version, the related images, a stub deployment install strategy (packageserver needs
+    one) and the package's icon and description when the metadata has none. Keys follow
+    the Go struct order of operator-framework/api's ClusterServiceVersion.
+    """
+    meta = bundle.properties_of(dc.PROP_CSV_METADATA)[0].value
+    meta = meta if isinstance(meta, dict) else {}
+    package = index.load_package(index.package(summary.package))
+    metadata: dict[str, Any] = {"name": bundle.name, "creationTimestamp": None}
+    for key in ("labels", "annotations"):
+        if meta.get(key):
+            metadata[key] = meta[key]
+    spec: dict[str, Any] = {
+        "install": {"strategy": "deployment", "spec": {"deployments": None}},
+        "version": summary.version,
+    }
+    _put(spec, "maturity", meta.get("maturity"))
+    spec["customresourcedefinitions"] = meta.get("crdDescriptions") or {}
+    spec["apiservicedefinitions"] = meta.get("apiServiceDefinitions") or {}
+    _put(spec, "nativeAPIs", meta.get("nativeAPIs"))
+    _put(spec, "minKubeVersion", meta.get("minKubeVersion"))
+    spec["displayName"] = meta.get("displayName") or ""
+    _put(spec, "description", meta.get("description") or package.description)
+    for key in ("keywords", "maintainers"):
+        _put(spec, key, meta.get(key))
+    spec["provider"] = meta.get("provider") or {}
+    _put(spec, "links", meta.get("links"))
+    if package.icon is not None:
+        spec["icon"] = [
+            {"base64data": package.icon.base64data, "mediatype": package.icon.mediatype}
+        ]
+    _put(spec, "installModes", meta.get("installModes"))
+    related = [{"name": r.name, "image": r.image} for r in bundle.related_images]
+    _put(spec, "relatedImages", related)
+    spec["cleanup"] = {"enabled": False}
+    csv = {
+        "kind": CSV_KIND,
+        "apiVersion": CSV_API_VERSION,
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"cleanup": {}},
+    }
+    return go_json(csv)
+
+
+def _put(target: dict[str, Any], key: str, value: Any) -> None:
+    """Go's omitempty: leave out empty values."""
+    if value:
+        target[key] = value
+
+
+def go_json(value: Any, *, sort_keys: bool = False) -> str:
+    """Compact JSON as Go's json.Marshal writes it (HTML characters escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    for char, escaped in _GO_ESCAPES:
+        text = text.replace(char, escaped)
+    return text
+
+
+# Outside strings JSON has none of these characters, so plain replacement is safe.
+_GO_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+# --- the server -----------------------------------------------------------------------------
+
+
+class RequestLogInterceptor(grpc.ServerInterceptor):
+    """One log line per call: method, status, milliseconds (and messages streamed)."""
+
+    def __init__(self, log: RequestLog) -> None:
+        self.log = log
+
+    def intercept_service(self, continuation: Callable[..., Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None:
+            return None
+        method = details.method.lstrip("/")
+        for kind in ("unary_unary", "unary_stream", "stream_unary", "stream_stream"):
+            behavior = getattr(handler, kind)
+            if behavior is not None:
+                wrapped = self._wrap(method, behavior, streaming=kind.endswith("_stream"))
+                return handler._replace(**{kind: wrapped})
+        return handler
+
+    def _wrap(self, method: str, behavior: Callable[..., Any], *, streaming: bool) -> Any:
+        def finish(context: grpc.ServicerContext, started: float, sent: int | None) -> None:
+            code = context.code() or grpc.StatusCode.OK
+            count = f" ({sent} sent)" if sent is not None else ""
+            elapsed = (time.perf_counter() - started) * 1000
+            self.log(f"rpc {method} {code.name}{count} {elapsed:.1f}ms")
+
+        if streaming:
+
+            def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                started, sent = time.perf_counter(), 0
+                try:
+                    for message in behavior(request, context):
+                        sent += 1
+                        yield message
+                except Exception:
+                    if context.code() is None:
+                        context.set_code(grpc.StatusCode.UNKNOWN)
+                    raise
+                finally:
+                    finish(context, started, sent)
+
+            return stream
+
+        def unary(request: Any, context: grpc.ServicerContext) -> Any:
+            started = time.perf_counter()
+            try:
+                return behavior(request, context)
+            except Exception:
+                if context.code() is None:
+                    context.set_code(grpc.StatusCode.UNKNOWN)
+                raise
+            finally:
+                finish(context, started, None)
+
+        return unary
+
+
+def create_grpc_server(
+    index: CatalogIndex, *, log: RequestLog | None = None, workers: int = 16
+) -> tuple[grpc.Server, health.HealthServicer]:
+    """A not yet started server with api.Registry, health (SERVING) and reflection."""
+    interceptors = [RequestLogInterceptor(log)] if log is not None else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="registry-grpc"),
+        interceptors=interceptors,
+        options=[("grpc.so_reuseport", 0)],  # a second server on the port must fail, not share
+    )
+    pb_grpc.add_RegistryServicer_to_server(RegistryServicer(index), server)
+    health_servicer = health.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    for service in ("", SERVICE_NAME):
+        health_servicer.set(service, health_pb2.HealthCheckResponse.SERVING)
+    health_name = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health_name, reflection.SERVICE_NAME), server
+    )
+    return server, health_servicer

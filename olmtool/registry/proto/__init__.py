@@ -1,0 +1,1 @@
+"""Generated stubs of ``registry.proto`` (package ``api``); see :mod:`.generate`."""
