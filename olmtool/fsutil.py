@@ -92,7 +92,12 @@ def write_tree(directory: Path, files: dict[str, str]) -> None:
         if directory.exists():
             retired = directory.with_name(f".{directory.name}.old-{os.getpid()}")
             os.replace(directory, retired)
-        os.replace(staging, directory)
+        try:
+            os.replace(staging, directory)
+        except BaseException:
+            if retired is not None:  # put the old directory back before reporting
+                os.replace(retired, directory)
+            raise
         if retired is not None:
             shutil.rmtree(retired)
     except BaseException:

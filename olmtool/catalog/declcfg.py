@@ -252,16 +252,31 @@ def deprecation_blob(deprecation: Deprecation) -> dict[str, Any]:
 
 
 def blobs(config: DeclarativeConfig) -> list[dict[str, Any]]:
-    """Every blob in opm's order: package, channels, bundles, others, deprecations.
+    """Every blob in opm's order: package by package (sorted), and within one its package
+    blob, channels, bundles, other schemas, deprecations, each sorted by name."""
+    grouped: dict[str, DeclarativeConfig] = {}
 
-    Within each kind blobs are sorted by (package, name) so output is deterministic.
-    """
+    def group(package: str) -> DeclarativeConfig:
+        return grouped.setdefault(package, DeclarativeConfig())
+
+    for package in config.packages:
+        group(package.name).packages.append(package)
+    for channel in config.channels:
+        group(channel.package).channels.append(channel)
+    for bundle in config.bundles:
+        group(bundle.package).bundles.append(bundle)
+    for meta in config.others:
+        group(meta.package).others.append(meta)
+    for deprecation in config.deprecations:
+        group(deprecation.package).deprecations.append(deprecation)
     out: list[dict[str, Any]] = []
-    out += [package_blob(p) for p in sorted(config.packages, key=lambda p: p.name)]
-    out += [channel_blob(c) for c in sorted(config.channels, key=lambda c: (c.package, c.name))]
-    out += [bundle_blob(b) for b in sorted(config.bundles, key=lambda b: (b.package, b.name))]
-    out += [m.blob for m in sorted(config.others, key=lambda m: (m.package, m.schema, m.name))]
-    out += [deprecation_blob(d) for d in sorted(config.deprecations, key=lambda d: d.package)]
+    for name in sorted(grouped):
+        part = grouped[name]
+        out += [package_blob(p) for p in sorted(part.packages, key=lambda p: p.name)]
+        out += [channel_blob(c) for c in sorted(part.channels, key=lambda c: c.name)]
+        out += [bundle_blob(b) for b in sorted(part.bundles, key=lambda b: b.name)]
+        out += [m.blob for m in sorted(part.others, key=lambda m: (m.schema, m.name))]
+        out += [deprecation_blob(d) for d in part.deprecations]
     return out
 
 

@@ -56,7 +56,14 @@ _Loader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
 }
 
-_DOCUMENT_START = re.compile(r"^---(?:[ \t].*)?$", re.MULTILINE)
+# Go's YAML decoder reads 1e+100 as a float; YAML 1.1's float pattern needs a dot.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
+    list("-+.0123456789"),
+)
+
+_DOCUMENT_START = re.compile(r"^---(?:[ \t][^\n]*)?\r?$", re.MULTILINE)
 
 
 # --- walking ---------------------------------------------------------------------------
@@ -149,7 +156,11 @@ def _parse_yaml_stream(text: str, file: str) -> tuple[list[RawBlob], list[Findin
             continue
         if not isinstance(data, dict):
             return blobs, [
-                _parse_finding(file, first_line, f"expected a mapping, found {_kind(data)}")
+                _parse_finding(
+                    file,
+                    _first_content_line(document, first_line),
+                    f"expected a mapping, found {_kind(data)}",
+                )
             ]
         blobs.append(
             RawBlob(_jsonable(data), dc.Origin(file, _first_content_line(document, first_line)))
@@ -190,6 +201,7 @@ def _jsonable(value: Any) -> Any:
 
 def _kind(value: Any) -> str:
     return {
+        dict: "an object",
         list: "a list",
         str: "a string",
         int: "a number",

@@ -49,10 +49,15 @@ def _bundle_object(value: Any) -> str | None:
     if not isinstance(value, dict) or not isinstance(value.get("data"), str):
         return "value must be an object with base64 data"
     try:
-        decoded = json.loads(base64.b64decode(value["data"], validate=True))
+        decoded = json.loads(_b64decode(value["data"]))
     except (binascii.Error, ValueError):
         return "data is not base64-encoded JSON"
     return None if isinstance(decoded, dict) else "data must encode a JSON object"
+
+
+def _b64decode(data: str) -> bytes:
+    """Standard base64; like Go's decoder, line breaks inside the data are ignored."""
+    return base64.b64decode(data.replace("\n", "").replace("\r", ""), validate=True)
 
 
 def _csv_metadata(value: Any) -> str | None:
@@ -123,7 +128,7 @@ def objects(bundle: dc.Bundle) -> list[dict[str, Any]]:
     out = []
     for prop in bundle.properties_of(dc.PROP_BUNDLE_OBJECT):
         if isinstance(prop.value, dict) and _bundle_object(prop.value) is None:
-            out.append(json.loads(base64.b64decode(prop.value["data"])))
+            out.append(json.loads(_b64decode(prop.value["data"])))
     return out
 
 

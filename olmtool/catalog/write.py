@@ -2,7 +2,8 @@
 
 Per package: the olm.package blob, channels, bundles, other schemas, deprecations (each
 sorted). JSON is 4-space indented without HTML escaping; YAML puts ``---`` before every
-document and sorts keys, as sigs.k8s.io/yaml does. Blobs without a package go to
+document and sorts keys, as sigs.k8s.io/yaml does — in YAML 1.1 like it (and like the
+loader), so strings such as ``"yes"`` or ``"12:30"`` stay quoted strings. Blobs without a package go to
 ``__global/``.
 """
 
@@ -11,11 +12,36 @@ from __future__ import annotations
 from enum import StrEnum
 from pathlib import Path
 
-from olmtool import yamlio
+import yaml
+
 from olmtool.catalog import declcfg as dc
 from olmtool.fsutil import TreeDiff, diff_tree, write_tree
 
 GLOBAL_DIR = "__global"
+
+
+class _Dumper(yaml.CSafeDumper):
+    """YAML 1.1 output with multi-line strings as literal blocks (as go-yaml writes them)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+_NO_WRAP = 1 << 30
+
+
+def to_yaml(blob: dict) -> str:
+    return yaml.dump(
+        blob,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=_NO_WRAP,
+    )
 
 
 class CatalogFormat(StrEnum):
@@ -28,7 +54,7 @@ def render_config(config: dc.DeclarativeConfig, fmt: CatalogFormat = CatalogForm
     documents = dc.blobs(config)
     if fmt is CatalogFormat.json:
         return "".join(dc.to_json(blob) + "\n" for blob in documents)
-    return "".join("---\n" + yamlio.dump(blob) for blob in documents)
+    return "".join("---\n" + to_yaml(blob) for blob in documents)
 
 
 def render_catalog(
