@@ -34,7 +34,6 @@ class RawBlob:
 
     data: dict[str, Any]
     origin: dc.Origin
-    text: str | None = None  # the blob's source text when it was JSON (for cheap re-serving)
 
 
 @dataclass
@@ -114,30 +113,40 @@ def parse_blobs(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
     return _parse_yaml_stream(text, file)
 
 
-def _parse_json_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+
+
+def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int]]:
+    """Each object of concatenated JSON with its first line, one at a time (so a big
+    file is never held twice); a defect raises InputError naming the file and line."""
     decoder = json.JSONDecoder()
-    blobs: list[RawBlob] = []
     position, line, length = 0, 1, len(text)
     while True:
-        start = position
-        while position < length and text[position] in " \t\r\n":
-            position += 1
-        line += text.count("\n", start, position)
-        if position >= length:
-            return blobs, []
+        start = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
+        line += text.count("\n", position, start)
+        if start >= length:
+            return
         try:
-            data, end = decoder.raw_decode(text, position)
+            data, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
-            return blobs, [
-                _parse_finding(file, exc.lineno, f"invalid JSON: {exc.msg} (column {exc.colno})")
-            ]
+            raise InputError(
+                f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, line=exc.lineno
+            ) from None
         if not isinstance(data, dict):
-            return blobs, [
-                _parse_finding(file, line, f"expected a JSON object, found {_kind(data)}")
-            ]
-        blobs.append(RawBlob(data, dc.Origin(file, line), text[position:end]))
-        line += text.count("\n", position, end)
+            raise InputError(f"expected a JSON object, found {_kind(data)}", path=file, line=line)
+        yield data, line
+        line += text.count("\n", start, end)
         position = end
+
+
+def _parse_json_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
+    blobs: list[RawBlob] = []
+    try:
+        for data, line in iter_json_stream(text, file):
+            blobs.append(RawBlob(data, dc.Origin(file, line)))
+    except InputError as exc:
+        return blobs, [_parse_finding(file, exc.line, exc.message)]
+    return blobs, []
 
 
 def _parse_yaml_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:

@@ -22,7 +22,6 @@ import hashlib
 import json
 import os
 import pickle
-import re
 import sys
 import tempfile
 import time
@@ -428,42 +427,13 @@ def _build(root: Path, files: list[Path], store: BlobStore, digest: str = "") ->
     return CatalogIndex(data, store, digest)
 
 
-_WHITESPACE = re.compile(r"[ \t\r\n]*")
-
-
-def _json_blobs(text: str, file: str) -> Iterator[tuple[dict[str, Any], int]]:
-    """Each object of a concatenated-JSON file with its first line, one at a time.
-
-    :func:`olmtool.catalog.load.parse_blobs` returns a file's blobs as one list with a copy
-    of each blob's text; for a catalog kept in one big file that doubles the peak memory.
-    """
-    decoder = json.JSONDecoder()
-    position, line, length = 0, 1, len(text)
-    while True:
-        start = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
-        line += text.count("\n", position, start)
-        if start >= length:
-            return
-        try:
-            data, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, line=exc.lineno
-            ) from None
-        if not isinstance(data, dict):
-            raise InputError("expected a JSON object", path=file, line=line)
-        yield data, line
-        line += text.count("\n", start, end)
-        position = end
-
-
 def _file_blobs(path: Path, file: str) -> Iterator[tuple[dict[str, Any], int]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", path=file) from None
     if text.lstrip().startswith("{"):
-        yield from _json_blobs(text, file)
+        yield from load.iter_json_stream(text, file)
         return
     blobs, problems = load.parse_blobs(text, file)
     if problems:

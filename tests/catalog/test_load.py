@@ -196,7 +196,6 @@ def test_concatenated_json_with_start_lines() -> None:
         ("e", 4),
         ("f", 6),
     ]
-    assert blobs[3].text == '{"schema": "d",\n    "name": "x"}'
     assert blobs[5].data["nested"] == {"a": [1, 2, {"b": "}"}]}
 
 
