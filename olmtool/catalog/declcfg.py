@@ -251,9 +251,8 @@ def deprecation_blob(deprecation: Deprecation) -> dict[str, Any]:
     return {"schema": SCHEMA_DEPRECATIONS, "package": deprecation.package, "entries": entries}
 
 
-def blobs(config: DeclarativeConfig) -> list[dict[str, Any]]:
-    """Every blob in opm's order: package by package (sorted), and within one its package
-    blob, channels, bundles, other schemas, deprecations, each sorted by name."""
+def by_package(config: DeclarativeConfig) -> dict[str, DeclarativeConfig]:
+    """The blobs grouped by package in one pass, sorted by package name."""
     grouped: dict[str, DeclarativeConfig] = {}
 
     def group(package: str) -> DeclarativeConfig:
@@ -269,9 +268,14 @@ def blobs(config: DeclarativeConfig) -> list[dict[str, Any]]:
         group(meta.package).others.append(meta)
     for deprecation in config.deprecations:
         group(deprecation.package).deprecations.append(deprecation)
+    return {name: grouped[name] for name in sorted(grouped)}
+
+
+def blobs(config: DeclarativeConfig) -> list[dict[str, Any]]:
+    """Every blob in opm's order: package by package (sorted), and within one its package
+    blob, channels, bundles, other schemas, deprecations, each sorted by name."""
     out: list[dict[str, Any]] = []
-    for name in sorted(grouped):
-        part = grouped[name]
+    for part in by_package(config).values():
         out += [package_blob(p) for p in sorted(part.packages, key=lambda p: p.name)]
         out += [channel_blob(c) for c in sorted(part.channels, key=lambda c: c.name)]
         out += [bundle_blob(b) for b in sorted(part.bundles, key=lambda b: b.name)]

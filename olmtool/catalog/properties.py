@@ -127,8 +127,15 @@ def objects(bundle: dc.Bundle) -> list[dict[str, Any]]:
     """The manifests carried as olm.bundle.object properties (undecodable ones skipped)."""
     out = []
     for prop in bundle.properties_of(dc.PROP_BUNDLE_OBJECT):
-        if isinstance(prop.value, dict) and _bundle_object(prop.value) is None:
-            out.append(json.loads(_b64decode(prop.value["data"])))
+        data = prop.value.get("data") if isinstance(prop.value, dict) else None
+        if not isinstance(data, str):
+            continue
+        try:
+            decoded = json.loads(_b64decode(data))
+        except (binascii.Error, ValueError):
+            continue
+        if isinstance(decoded, dict):
+            out.append(decoded)
     return out
 
 

@@ -151,6 +151,21 @@ class _Checker:
         self.packages: dict[str, dc.Package] = {}
         self.bundles: dict[str, dict[str, dc.Bundle]] = defaultdict(dict)
         self.channels: dict[str, dict[str, dc.Channel]] = defaultdict(dict)
+        # parsed once: large catalogs ask for the same versions and CSVs many times
+        self._versions: dict[int, semver.Version | None] = {}
+        self._csvs: dict[int, dict[str, Any] | None] = {}
+
+    def version(self, bundle: dc.Bundle) -> semver.Version | None:
+        key = id(bundle)
+        if key not in self._versions:
+            self._versions[key] = _semver(bundle.version)
+        return self._versions[key]
+
+    def csv(self, bundle: dc.Bundle) -> dict[str, Any] | None:
+        key = id(bundle)
+        if key not in self._csvs:
+            self._csvs[key] = props.csv_object(bundle)
+        return self._csvs[key]
 
     def add(
         self,
@@ -264,12 +279,12 @@ class _Checker:
         if len(heads) != 1:
             return None
         bundle = self.bundles.get(channel.package, {}).get(heads[0])
-        return _semver(bundle.version) if bundle else None
+        return self.version(bundle) if bundle else None
 
     def check_versions(self, package: str) -> None:
         seen: dict[tuple[semver.Version, str], dc.Bundle] = {}
         for bundle in sorted(self.bundles.get(package, {}).values(), key=lambda b: b.name):
-            version = _semver(bundle.version)
+            version = self.version(bundle)
             if version is None:
                 continue
             key = (version.replace(build=None), bundle.release)
@@ -347,7 +362,7 @@ class _Checker:
                 bundle.package,
                 scope,
             )
-        if _semver(bundle.version) is None:
+        if self.version(bundle) is None:
             self.add(
                 "version",
                 f"invalid version {bundle.version!r}: not a semantic version",
@@ -500,7 +515,7 @@ class _Checker:
                 scope,
             )
             return
-        versions = [_semver(b.version) for b in self.bundles.get(channel.package, {}).values()]
+        versions = [self.version(b) for b in self.bundles.get(channel.package, {}).values()]
         if not any(v is not None and skip_range.contains(v) for v in versions):
             self.add(
                 "skip-range-unmatched",
@@ -512,7 +527,7 @@ class _Checker:
 
     def check_csv_replaces(self, channel: dc.Channel, entry: dc.ChannelEntry, scope: str) -> None:
         bundle = self.bundles.get(channel.package, {}).get(entry.name)
-        csv = props.csv_object(bundle) if bundle else None
+        csv = self.csv(bundle) if bundle else None
         if csv is None:
             return
         declared = str((csv.get("spec") or {}).get("replaces") or "")

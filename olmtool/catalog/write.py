@@ -61,11 +61,10 @@ def render_catalog(
     config: dc.DeclarativeConfig, fmt: CatalogFormat = CatalogFormat.json
 ) -> dict[str, str]:
     """``<package>/catalog.<ext>`` -> text, one file per package."""
-    files: dict[str, str] = {}
-    for package in config.package_names():
-        directory = package or GLOBAL_DIR
-        files[f"{directory}/catalog.{fmt.value}"] = render_config(config.for_package(package), fmt)
-    return files
+    return {
+        f"{package or GLOBAL_DIR}/catalog.{fmt.value}": render_config(part, fmt)
+        for package, part in dc.by_package(config).items()
+    }
 
 
 def write_package(
