@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate proto lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate proto bench lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -16,6 +16,7 @@ help:
 	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
 	@echo "make tools      apt-get the OCI registry and skopeo the image tests use"
+	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +51,9 @@ generate: install
 	$(BIN)/olmtool crd generate
 	$(BIN)/olmtool bundle build
 	$(BIN)/olmtool catalog publish
+
+bench: install
+	$(BIN)/python benchmarks/catalog_bench.py
 
 # The registry API stubs are generated from olmtool/registry/proto/registry.proto.
 proto: install
