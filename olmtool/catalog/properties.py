@@ -45,14 +45,21 @@ def _package_required(value: Any) -> str | None:
     return _strings(value, ("packageName", "versionRange"))
 
 
-def _bundle_object(value: Any) -> str | None:
+def decode_bundle_object(value: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """An olm.bundle.object's manifest, or why it cannot be decoded."""
     if not isinstance(value, dict) or not isinstance(value.get("data"), str):
-        return "value must be an object with base64 data"
+        return None, "value must be an object with base64 data"
     try:
         decoded = json.loads(_b64decode(value["data"]))
     except (binascii.Error, ValueError):
-        return "data is not base64-encoded JSON"
-    return None if isinstance(decoded, dict) else "data must encode a JSON object"
+        return None, "data is not base64-encoded JSON"
+    if not isinstance(decoded, dict):
+        return None, "data must encode a JSON object"
+    return decoded, None
+
+
+def _bundle_object(value: Any) -> str | None:
+    return decode_bundle_object(value)[1]
 
 
 def _b64decode(data: str) -> bytes:
@@ -125,18 +132,10 @@ def gvks(bundle: dc.Bundle, type_: str = dc.PROP_GVK) -> list[tuple[str, str, st
 
 def objects(bundle: dc.Bundle) -> list[dict[str, Any]]:
     """The manifests carried as olm.bundle.object properties (undecodable ones skipped)."""
-    out = []
-    for prop in bundle.properties_of(dc.PROP_BUNDLE_OBJECT):
-        data = prop.value.get("data") if isinstance(prop.value, dict) else None
-        if not isinstance(data, str):
-            continue
-        try:
-            decoded = json.loads(_b64decode(data))
-        except (binascii.Error, ValueError):
-            continue
-        if isinstance(decoded, dict):
-            out.append(decoded)
-    return out
+    decoded = (
+        decode_bundle_object(p.value)[0] for p in bundle.properties_of(dc.PROP_BUNDLE_OBJECT)
+    )
+    return [obj for obj in decoded if obj is not None]
 
 
 def csv_object(bundle: dc.Bundle) -> dict[str, Any] | None:

@@ -153,7 +153,7 @@ class _Checker:
         self.channels: dict[str, dict[str, dc.Channel]] = defaultdict(dict)
         # parsed once: large catalogs ask for the same versions and CSVs many times
         self._versions: dict[int, semver.Version | None] = {}
-        self._csvs: dict[int, dict[str, Any] | None] = {}
+        self._csv_replaces: dict[int, str | None] = {}
 
     def version(self, bundle: dc.Bundle) -> semver.Version | None:
         key = id(bundle)
@@ -161,11 +161,16 @@ class _Checker:
             self._versions[key] = _semver(bundle.version)
         return self._versions[key]
 
-    def csv(self, bundle: dc.Bundle) -> dict[str, Any] | None:
+    def csv_replaces(self, bundle: dc.Bundle) -> str | None:
+        """The CSV's spec.replaces ("" if unset), or None without a CSV object; only the
+        string is kept: holding decoded CSVs would multiply memory on big catalogs."""
         key = id(bundle)
-        if key not in self._csvs:
-            self._csvs[key] = props.csv_object(bundle)
-        return self._csvs[key]
+        if key not in self._csv_replaces:
+            csv = props.csv_object(bundle)
+            self._csv_replaces[key] = (
+                None if csv is None else str((csv.get("spec") or {}).get("replaces") or "")
+            )
+        return self._csv_replaces[key]
 
     def add(
         self,
@@ -322,12 +327,20 @@ class _Checker:
             )
             return
         self.bundles[package][bundle.name] = bundle
+        csv_replaces = None
         for prop in bundle.properties:
-            found = props.problem(prop)
+            if prop.type == dc.PROP_BUNDLE_OBJECT:  # decoded once here: CSVs are large
+                manifest, why = props.decode_bundle_object(prop.value)
+                found = f"{prop.type}: {why}" if why else None
+                if manifest is not None and manifest.get("kind") == "ClusterServiceVersion":
+                    csv_replaces = str((manifest.get("spec") or {}).get("replaces") or "")
+            else:
+                found = props.problem(prop)
             if found:
                 self.add(
                     "property-decode", f"parse property: {found}", bundle.origin, package, scope
                 )
+        self._csv_replaces[id(bundle)] = csv_replaces
         self.check_package_property(bundle, scope)
         self.check_images(bundle, scope)
         self.check_gvks(bundle, scope)
@@ -527,10 +540,9 @@ class _Checker:
 
     def check_csv_replaces(self, channel: dc.Channel, entry: dc.ChannelEntry, scope: str) -> None:
         bundle = self.bundles.get(channel.package, {}).get(entry.name)
-        csv = self.csv(bundle) if bundle else None
-        if csv is None:
+        declared = self.csv_replaces(bundle) if bundle else None
+        if declared is None:
             return
-        declared = str((csv.get("spec") or {}).get("replaces") or "")
         if declared != entry.replaces:
             self.add(
                 "replaces-mismatch",
