@@ -5,8 +5,6 @@ Each command family lives in its own module; importing them registers their comm
 
 from __future__ import annotations
 
-import importlib
-
 import typer
 
 app = typer.Typer(
@@ -14,10 +12,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-# Imported for their @app.command() side effect; a module not written yet is skipped.
-for _module in ("render", "validate", "publish", "graph", "serve"):
-    try:
-        importlib.import_module(f"olmtool.cli.catalog.{_module}")
-    except ModuleNotFoundError as _exc:
-        if _exc.name != f"olmtool.cli.catalog.{_module}":
-            raise
+from olmtool.cli.catalog import graph, publish, render, serve, validate  # noqa: E402
+
+__all__ = ["app", "graph", "publish", "render", "serve", "validate"]
