@@ -25,6 +25,13 @@ from olmtool.errors import OlmtoolError
 
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
+# Controllers that need a cloud, CNI or CSR signing are off; nodelifecycle too: the node
+# agent clears the not-ready taint itself and there is one node to evict nothing to.
+CONTROLLERS = (
+    "*,-nodeipam,-nodelifecycle,-route,-service,-cloud-node-lifecycle,"
+    "-csrsigning,-csrapproving,-csrcleaner,-bootstrapsigner,-tokencleaner,-attachdetach,"
+    "-persistentvolume-expander"
+)
 
 
 class ControlPlaneError(OlmtoolError):
@@ -41,6 +48,7 @@ class ControlPlane:
     token: str
     ca_file: Path
     kubeconfig: Path
+    sa_key: Path | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def stop(self, grace: float = 10.0) -> None:
@@ -90,7 +98,7 @@ def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) ->
     etcd_url = f"http://{LOOPBACK}:{etcd_port}"
     server = f"https://{LOOPBACK}:{api_port}"
     plane = ControlPlane(
-        state_dir, server, etcd_url, token, ca.cert, state_dir / "admin.kubeconfig"
+        state_dir, server, etcd_url, token, ca.cert, state_dir / "admin.kubeconfig", sa.key
     )
     write_kubeconfig(plane.kubeconfig, server=server, ca_file=ca.cert, token=token)
     try:
@@ -134,6 +142,60 @@ def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) ->
         plane.stop()
         raise
     return plane
+
+
+@contextmanager
+def start_control_plane(
+    assets: Path, state_dir: Path, *, timeout: float = 90.0
+) -> Iterator[ControlPlane]:
+    """etcd, kube-apiserver, kube-controller-manager and kube-scheduler; stopped on exit."""
+    plane = launch_apiserver(assets, state_dir, timeout=timeout)
+    try:
+        launch_controllers(plane, assets, timeout=timeout)
+        yield plane
+    finally:
+        plane.stop()
+
+
+def launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float = 90.0) -> None:
+    """Add kube-controller-manager and kube-scheduler to a running apiserver."""
+    state_dir = plane.state_dir
+    try:
+        manager_port = free_port()
+        plane.processes["kube-controller-manager"] = _spawn(
+            assets / "kube-controller-manager",
+            [
+                f"--kubeconfig={plane.kubeconfig}",
+                f"--service-account-private-key-file={plane.sa_key}",
+                f"--root-ca-file={plane.ca_file}",
+                "--use-service-account-credentials=true",
+                "--leader-elect=false",
+                f"--controllers={CONTROLLERS}",
+                f"--address={LOOPBACK}",
+                f"--port={manager_port}",
+                "--secure-port=0",
+            ],
+            state_dir / "kube-controller-manager.log",
+        )
+        scheduler_port = free_port()
+        plane.processes["kube-scheduler"] = _spawn(
+            assets / "kube-scheduler",
+            [
+                f"--kubeconfig={plane.kubeconfig}",
+                "--leader-elect=false",
+                f"--address={LOOPBACK}",
+                f"--port={scheduler_port}",
+                "--secure-port=0",
+            ],
+            state_dir / "kube-scheduler.log",
+        )
+        _wait_http(
+            f"http://{LOOPBACK}:{manager_port}/healthz", plane, "kube-controller-manager", timeout
+        )
+        _wait_http(f"http://{LOOPBACK}:{scheduler_port}/healthz", plane, "kube-scheduler", timeout)
+    except BaseException:
+        plane.stop()
+        raise
 
 
 def write_kubeconfig(
