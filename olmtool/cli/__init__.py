@@ -7,7 +7,7 @@ import sys
 import typer
 
 from olmtool import __version__
-from olmtool.cli import bundle, catalog, crd
+from olmtool.cli import bundle, catalog, cluster, crd
 from olmtool.cli.output import error
 from olmtool.errors import OlmtoolError
 
@@ -26,6 +26,7 @@ app = typer.Typer(
 app.add_typer(crd.app, name="crd")
 app.add_typer(bundle.app, name="bundle")
 app.add_typer(catalog.app, name="catalog")
+app.add_typer(cluster.app, name="cluster")
 
 
 def _show_version(value: bool) -> None:

@@ -78,22 +78,8 @@ def start_apiserver(
 
 def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) -> ControlPlane:
     state_dir.mkdir(parents=True, exist_ok=True)
-    pki_dir = state_dir / "pki"
-    pki_dir.mkdir(exist_ok=True)
-    ca = pki.create_ca(pki_dir)
-    serving = pki.create_serving_cert(
-        pki_dir,
-        ca,
-        "kube-apiserver",
-        hosts=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
-        ips=(LOOPBACK, "10.0.0.1"),
-    )
-    sa = pki.create_signing_key(pki_dir)
-    token = secrets.token_hex(16)
+    ca, serving, sa, token = _credentials(state_dir)
     tokens = state_dir / "tokens.csv"
-    tokens.write_text(f'{token},admin,admin,"system:masters"\n')
-    tokens.chmod(0o600)
-
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     etcd_url = f"http://{LOOPBACK}:{etcd_port}"
     server = f"https://{LOOPBACK}:{api_port}"
@@ -142,6 +128,33 @@ def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) ->
         plane.stop()
         raise
     return plane
+
+
+def _credentials(state_dir: Path) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair, str]:
+    """CA, serving cert, SA signing key and admin token: reused when the state dir has
+    them, so a restarted cluster keeps its kubeconfig and service-account tokens valid."""
+    pki_dir = state_dir / "pki"
+    tokens = state_dir / "tokens.csv"
+    ca = pki.KeyPair(pki_dir / "olmtool-ca.crt", pki_dir / "olmtool-ca.key")
+    serving = pki.KeyPair(pki_dir / "kube-apiserver.crt", pki_dir / "kube-apiserver.key")
+    sa = pki.KeyPair(pki_dir / "service-account.pub", pki_dir / "service-account.key")
+    paths = (ca.cert, ca.key, serving.cert, serving.key, sa.cert, sa.key, tokens)
+    if all(path.is_file() for path in paths):
+        return ca, serving, sa, tokens.read_text().split(",", 1)[0]
+    pki_dir.mkdir(exist_ok=True)
+    ca = pki.create_ca(pki_dir)
+    serving = pki.create_serving_cert(
+        pki_dir,
+        ca,
+        "kube-apiserver",
+        hosts=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+        ips=(LOOPBACK, "10.0.0.1"),
+    )
+    sa = pki.create_signing_key(pki_dir)
+    token = secrets.token_hex(16)
+    tokens.write_text(f'{token},admin,admin,"system:masters"\n')
+    tokens.chmod(0o600)
+    return ca, serving, sa, token
 
 
 @contextmanager

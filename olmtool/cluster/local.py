@@ -1,0 +1,340 @@
+"""Named local clusters that outlive the command that started them.
+
+``up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a loopback
+OCI registry and the node agent as detached processes and records them in
+``<state>/<name>/cluster.json``; ``down`` stops exactly those processes (checked by pid
+and start time, so a recycled pid is never signalled); ``status`` reports what runs.
+``up`` on a running cluster returns it unchanged; on a stopped one it restarts it with
+the same etcd data, certificates and kubeconfig.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from olmtool.cluster.assets import ensure_assets
+from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
+from olmtool.errors import InputError, OlmtoolError
+
+STATE_FILE = "cluster.json"
+DEFAULT_NAME = "olmtool"
+NODE_NAME = "olmtool-node"
+DEFAULT_REGISTRY_PORT = 5000
+# Stopped in this order: the node agent first (it stops the pods), the store last.
+STOP_ORDER = (
+    "node-agent",
+    "kube-scheduler",
+    "kube-controller-manager",
+    "kube-apiserver",
+    "etcd",
+    "registry",
+)
+
+Progress = Callable[[str], None]
+
+
+class ClusterError(OlmtoolError):
+    """A local cluster could not be started, found or stopped."""
+
+
+@dataclass
+class Component:
+    pid: int
+    started: int  # /proc/<pid>/stat start time: tells a recycled pid apart
+
+    def alive(self) -> bool:
+        return _start_time(self.pid) == self.started
+
+
+@dataclass
+class Cluster:
+    """What ``up`` recorded: where things live and which processes are the cluster."""
+
+    name: str
+    state_dir: str
+    server: str
+    kubeconfig: str
+    ca_file: str
+    token: str
+    registry: str | None = None
+    node: str | None = None
+    components: dict[str, Component] = field(default_factory=dict)
+
+    def running(self) -> dict[str, bool]:
+        return {name: component.alive() for name, component in self.components.items()}
+
+    def as_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data.pop("token")
+        return data
+
+
+def clusters_root() -> Path:
+    """``$OLMTOOL_CLUSTERS_DIR``, else ``$XDG_STATE_HOME/olmtool/clusters`` (~/.local/state)."""
+    explicit = os.environ.get("OLMTOOL_CLUSTERS_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "olmtool" / "clusters"
+
+
+def cluster_dir(name: str, root: Path | None = None) -> Path:
+    if not name or "/" in name or name.startswith("."):
+        raise InputError(f"invalid cluster name {name!r}")
+    return (root or clusters_root()) / name
+
+
+def read_cluster(name: str, root: Path | None = None) -> Cluster | None:
+    path = cluster_dir(name, root) / STATE_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    data["components"] = {k: Component(**v) for k, v in data.get("components", {}).items()}
+    return Cluster(**data)
+
+
+def _save(cluster: Cluster) -> None:
+    path = Path(cluster.state_dir) / STATE_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(cluster), indent=2, sort_keys=True) + "\n")
+    tmp.chmod(0o600)  # holds the admin token
+    os.replace(tmp, path)
+
+
+# --- up ---------------------------------------------------------------------------------
+
+
+def up(
+    name: str = DEFAULT_NAME,
+    *,
+    root: Path | None = None,
+    assets: Path | None = None,
+    registry_port: int | None = DEFAULT_REGISTRY_PORT,
+    node: bool = True,
+    progress: Progress | None = None,
+    timeout: float = 120.0,
+) -> Cluster:
+    """Start the cluster ``name`` (or return it if it already runs); ``registry_port``
+    None runs no registry, 0 picks a free port."""
+    say = progress or (lambda _message: None)
+    state_dir = cluster_dir(name, root)
+    existing = read_cluster(name, root)
+    if existing is not None and all(existing.running().values()) and _healthy(existing):
+        say("already running")
+        return existing
+    if existing is not None:
+        say("stopping leftovers of an earlier run")
+        _stop_components(existing)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    say("finding kube-apiserver, controller-manager, scheduler and etcd")
+    assets = assets or ensure_assets()
+    say("starting etcd and kube-apiserver")
+    plane = launch_apiserver(assets, state_dir, timeout=timeout)
+    cluster = Cluster(
+        name=name,
+        state_dir=str(state_dir),
+        server=plane.server,
+        kubeconfig=str(plane.kubeconfig),
+        ca_file=str(plane.ca_file),
+        token=plane.token,
+    )
+    try:
+        say("starting kube-controller-manager and kube-scheduler")
+        launch_controllers(plane, assets, timeout=timeout)
+        _record(cluster, plane)
+        if registry_port is not None:
+            say("starting the image registry")
+            cluster.registry = _start_registry(cluster, state_dir, registry_port)
+        _save(cluster)
+        if node:
+            say("starting the node agent")
+            _start_node(cluster, state_dir)
+            _save(cluster)
+            say("waiting for the node to be Ready")
+            _wait_node_ready(cluster, timeout)
+    except BaseException:
+        _record(cluster, plane)
+        _stop_components(cluster)
+        raise
+    _save(cluster)
+    return cluster
+
+
+def _record(cluster: Cluster, plane: ControlPlane) -> None:
+    for component, process in plane.processes.items():
+        if process.poll() is None:
+            cluster.components[component] = Component(process.pid, _start_time(process.pid) or 0)
+
+
+def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> str:
+    from olmtool.images.localregistry import LocalRegistryError, start_registry
+
+    try:
+        registry = start_registry(state_dir / "registry", port=port)
+    except LocalRegistryError as exc:
+        hint = " (another registry on it? use --registry-port 0)" if port else ""
+        raise ClusterError(f"registry on port {port}: {exc}{hint}") from None
+    pid = registry.process.pid
+    cluster.components["registry"] = Component(pid, _start_time(pid) or 0)
+    return registry.address
+
+
+def _start_node(cluster: Cluster, state_dir: Path) -> None:
+    if importlib.util.find_spec("olmtool.cluster.node") is None:
+        raise ClusterError("this olmtool has no node agent; start with --no-node")
+    args = [
+        sys.executable,
+        "-m",
+        "olmtool.cluster.node",
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--state-dir={state_dir / 'node'}",
+        f"--node-name={NODE_NAME}",
+    ]
+    if cluster.registry:
+        args.append(f"--registry={cluster.registry}")
+    with (state_dir / "node-agent.log").open("ab") as log:
+        process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    cluster.components["node-agent"] = Component(process.pid, _start_time(process.pid) or 0)
+    cluster.node = NODE_NAME
+
+
+def _api_get(cluster: Cluster, path: str) -> dict[str, object] | None:
+    context = ssl.create_default_context(cafile=cluster.ca_file)
+    request = urllib.request.Request(
+        cluster.server + path, headers={"Authorization": f"Bearer {cluster.token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            body = response.read()
+            return json.loads(body) if body.strip().startswith(b"{") else {"text": body.decode()}
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _healthy(cluster: Cluster) -> bool:
+    return _api_get(cluster, "/readyz") is not None
+
+
+def node_ready(cluster: Cluster) -> bool:
+    if not cluster.node:
+        return False
+    node = _api_get(cluster, f"/api/v1/nodes/{cluster.node}") or {}
+    conditions = (node.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if node_ready(cluster):
+            return
+        agent = cluster.components.get("node-agent")
+        if agent is not None and not agent.alive():
+            log = Path(cluster.state_dir) / "node-agent.log"
+            raise ClusterError(f"the node agent exited; see {log}")
+        time.sleep(0.5)
+    raise ClusterError(f"node {cluster.node} not Ready after {timeout:.0f}s")
+
+
+# --- down and status -------------------------------------------------------------------------
+
+
+def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = False) -> list[str]:
+    """Stop what ``up`` started; ``delete`` also removes the state (etcd data, volumes)."""
+    cluster = read_cluster(name, root)
+    state_dir = cluster_dir(name, root)
+    if cluster is None:
+        if not state_dir.exists():
+            raise ClusterError(f"no cluster named {name!r} (looked in {state_dir})")
+        stopped: list[str] = []
+    else:
+        stopped = _stop_components(cluster)
+        cluster.components.clear()
+        _save(cluster)
+    if delete:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return stopped
+
+
+def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:
+    stopped = []
+    names = sorted(cluster.components, key=lambda n: STOP_ORDER.index(n) if n in STOP_ORDER else -1)
+    for component in names:
+        process = cluster.components[component]
+        if _terminate_pid(process, grace):
+            stopped.append(component)
+    return stopped
+
+
+def _terminate_pid(component: Component, grace: float) -> bool:
+    if not component.alive():
+        return False
+    try:
+        os.kill(component.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _reap(component.pid)
+        if not component.alive():
+            return True
+        time.sleep(0.1)
+    if component.alive():
+        os.kill(component.pid, signal.SIGKILL)
+        time.sleep(0.1)
+        _reap(component.pid)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if ``up`` ran in this process (else it is not our child)."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> dict[str, object]:
+    """Which components run, whether the apiserver answers and the node is Ready."""
+    cluster = read_cluster(name, root)
+    if cluster is None:
+        raise ClusterError(f"no cluster named {name!r} (start one: olmtool cluster up)")
+    running = cluster.running()
+    healthy = bool(running.get("kube-apiserver")) and _healthy(cluster)
+    return {
+        "name": cluster.name,
+        "server": cluster.server,
+        "kubeconfig": cluster.kubeconfig,
+        "registry": cluster.registry,
+        "components": running,
+        "apiserver": "healthy" if healthy else "down",
+        "node": cluster.node,
+        "nodeReady": healthy and node_ready(cluster),
+    }
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot, or None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # a zombie is gone for our purposes
+        return None
+    return int(fields[19])
