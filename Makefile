@@ -15,7 +15,7 @@ help:
 	@echo "make test-e2e   tests against a real kube-apiserver (builds it on first use)"
 	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
-	@echo "make tools      apt-get the OCI registry and skopeo the image tests use"
+	@echo "make tools      apt-get the OCI registry, skopeo and etcd the tests use"
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
 
 $(STAMP): pyproject.toml
@@ -26,11 +26,13 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian's docker-registry (a loopback OCI registry) and skopeo (an independent client).
-TOOLS := docker-registry skopeo
+# Debian's docker-registry (a loopback OCI registry), skopeo (an independent client) and
+# etcd-server (etcd 3.4: the control plane's store, and what the node agent runs for
+# quay.io/coreos/etcd:v3.4 images). Each entry is command:package.
+TOOLS := docker-registry:docker-registry skopeo:skopeo etcd:etcd-server
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 tools:
-	@missing=""; for t in $(TOOLS); do command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	@missing=""; for t in $(TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq$$missing >/dev/null; \
