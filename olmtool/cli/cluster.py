@@ -122,7 +122,7 @@ def logs(
 
     Example: olmtool cluster logs etcd-operator-7d9f --namespace operators
     """
-    from olmtool.cluster.node.logs import read_logs
+    from olmtool.cluster.node import read_logs
 
     cluster = local.read_cluster(name)
     if cluster is None:

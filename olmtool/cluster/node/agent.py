@@ -1,0 +1,588 @@
+"""The node agent: olmtool's own kubelet. It registers a Node, keeps it Ready (status
+heartbeat and a Lease in ``kube-node-lease``), runs the Pods bound to it as local
+processes (:mod:`.pods`) and runs the volume provisioner (:mod:`.provisioner`).
+
+>>> agent = NodeAgent(plane.kubeconfig, state_dir)
+>>> agent.start()      # returns once the Node is registered and Ready
+>>> agent.stop()       # SIGTERM (then SIGKILL) to every container; nothing is left behind
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import platform
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from olmtool import __version__
+from olmtool.cluster.assets import KUBERNETES_VERSION
+from olmtool.cluster.node import process
+from olmtool.cluster.node.images import ImageResolver
+from olmtool.cluster.node.kube import (
+    STRATEGIC_PATCH,
+    Kube,
+    Streams,
+    now,
+    now_micro,
+    parse_time,
+    status_of,
+    watch_forever,
+)
+from olmtool.cluster.node.network import IPAllocator, render_hosts, write_in_place
+from olmtool.cluster.node.pods import PodWorker
+from olmtool.cluster.node.provisioner import Provisioner
+from olmtool.cluster.node.volumes import VolumeError
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+HOST_IP = "127.0.0.1"
+LEASE_NAMESPACE = "kube-node-lease"
+LEASE_SECONDS = 40
+HEARTBEAT = 10.0
+MAX_PODS = 110
+STOP_GRACE = 10.0
+NODE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+class NodeAgent:
+    """Runs the Pods the scheduler binds to ``node_name`` as processes on this machine.
+
+    ``registry`` (``host:port``) is where olmtool's own images are pulled from, besides
+    any loopback registry. ``backoff_base`` is the first crash-loop back-off (kubelet's
+    10 s; the cap scales with it, 5 minutes for 10 s). ``stop_grace`` bounds the grace
+    period containers get when the agent stops.
+    """
+
+    def __init__(
+        self,
+        kubeconfig: Path,
+        state_dir: Path,
+        node_name: str = "olmtool-node",
+        registry: str | None = None,
+        backoff_base: float = 10.0,
+        *,
+        stop_grace: float = STOP_GRACE,
+        heartbeat: float = HEARTBEAT,
+        isolate: bool | None = None,
+    ) -> None:
+        self.kubeconfig = Path(kubeconfig)
+        self.state_dir = Path(state_dir)
+        self.node_name = node_name
+        self.registry = registry
+        self.backoff_base = float(backoff_base)
+        self.stop_grace = stop_grace
+        self.heartbeat = heartbeat
+        self._isolate = isolate
+        self.isolated = False
+        self.host_ip = HOST_IP
+        self.stop_event = threading.Event()
+        self.workers: dict[str, PodWorker] = {}
+        self._finished: dict[str, None] = {}  # uids of Pods whose worker ended (bounded)
+        self._workers_lock = threading.Lock()
+        self._hosts_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._events: queue.Queue[JSON] = queue.Queue(maxsize=1000)
+        self.streams = Streams()
+        self.allocatable: dict[str, str] = {}
+        self.ca_bytes = b""
+        self.kube: Kube
+        self.provisioner: Provisioner | None = None
+        self.started = False
+        self.ready_at: float | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Register the Node (Ready, untainted) and start watching Pods; returns at once
+        after registration, with the Pod and heartbeat loops on background threads."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.kube = Kube(self.kubeconfig)
+        self.isolated = process.isolation_available() if self._isolate is None else self._isolate
+        if not self.isolated:
+            log.warning(
+                "no mount namespaces (needs root and util-linux unshare): containers share "
+                "the host's /etc/hosts and every volume mountPath is rewritten"
+            )
+        self.pids = process.PidRecords(self.state_dir / "pids")
+        killed = self.pids.kill_leftovers()
+        if killed:
+            log.info("killed %d container process groups left by a previous agent", killed)
+        self.ips = IPAllocator(self.state_dir / "pod-ips.json")
+        self.images = ImageResolver(self.state_dir / "images", self.registry)
+        ca = self.kube.ca_file
+        self.ca_bytes = Path(ca).read_bytes() if ca and Path(ca).is_file() else b""
+        self.allocatable = self._capacity()
+        self.register()
+        self.provisioner = Provisioner(self.kube, self.state_dir, self.streams)
+        self.provisioner.start()
+        for name, target in (
+            ("heartbeat", self._heartbeat_loop),
+            ("pods", self._watch_pods),
+            ("events", self._event_loop),
+        ):
+            thread = threading.Thread(target=target, name=f"node-agent-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        self.started = True
+
+    def stop(self) -> None:
+        """Stop every container (SIGTERM, SIGKILL after the grace period) and the loops."""
+        if not self.started:
+            return
+        self.started = False
+        self.stop_event.set()
+        if self.provisioner:
+            self.provisioner.stop()
+        with self._workers_lock:
+            workers = list(self.workers.values())
+        for worker in workers:
+            grace = min(worker._grace(worker.current_pod()), self.stop_grace)
+            worker.shutdown(grace)
+        deadline = time.monotonic() + self.stop_grace + 20
+        for worker in workers:
+            worker.done.wait(max(deadline - time.monotonic(), 0.1))
+        self._mark_not_ready()
+        self.streams.close()
+        for thread in self._threads + (self.provisioner.threads if self.provisioner else []):
+            thread.join(5)
+        self.kube.close()
+
+    def __enter__(self) -> NodeAgent:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def run_forever(self) -> None:
+        while not self.stop_event.wait(1.0):
+            pass
+
+    # -- the Node ------------------------------------------------------------------------
+
+    def _capacity(self) -> dict[str, str]:
+        memory_kib = 0
+        try:
+            for line in Path("/proc/meminfo").read_text().splitlines():
+                if line.startswith("MemTotal:"):
+                    memory_kib = int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        stat = os.statvfs(self.state_dir)
+        return {
+            "cpu": str(os.cpu_count() or 1),
+            "memory": f"{memory_kib}Ki",
+            "pods": str(MAX_PODS),
+            "ephemeral-storage": f"{stat.f_blocks * stat.f_frsize // 1024}Ki",
+        }
+
+    def _node_info(self) -> JSON:
+        def read(path: str) -> str:
+            try:
+                return Path(path).read_text().strip()
+            except OSError:
+                return ""
+
+        os_image = "Linux"
+        for line in read("/etc/os-release").splitlines():
+            if line.startswith("PRETTY_NAME="):
+                os_image = line.partition("=")[2].strip('"')
+        machine = platform.machine()
+        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+        return {
+            "machineID": read("/etc/machine-id"),
+            "systemUUID": read("/sys/class/dmi/id/product_uuid") or read("/etc/machine-id"),
+            "bootID": read("/proc/sys/kernel/random/boot_id"),
+            "kernelVersion": platform.release(),
+            "osImage": os_image,
+            "containerRuntimeVersion": f"olmtool://{__version__}",
+            "kubeletVersion": f"v{KUBERNETES_VERSION}",
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": arch,
+        }
+
+    def _conditions(self, ready: bool = True) -> list[JSON]:
+        stamp = now()
+
+        def cond(kind: str, status: bool, reason: str, message: str) -> JSON:
+            return {
+                "type": kind,
+                "status": "True" if status else "False",
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": stamp,
+            }
+
+        return [
+            cond(
+                "MemoryPressure",
+                False,
+                "KubeletHasSufficientMemory",
+                "kubelet has sufficient memory available",
+            ),
+            cond("DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+            cond(
+                "PIDPressure",
+                False,
+                "KubeletHasSufficientPID",
+                "kubelet has sufficient PID available",
+            ),
+            cond(
+                "Ready",
+                ready,
+                "KubeletReady" if ready else "KubeletNotReady",
+                "olmtool node agent is posting ready status"
+                if ready
+                else "olmtool node agent stopped",
+            ),
+        ]
+
+    def register(self) -> None:
+        """Create (or adopt) the Node, clear the taints the apiserver adds, post status."""
+        machine = platform.machine()
+        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+        labels = {
+            "kubernetes.io/hostname": self.node_name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": arch,
+            "beta.kubernetes.io/os": "linux",
+            "beta.kubernetes.io/arch": arch,
+            "node.olmtool.dev/agent": "true",
+        }
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.node_name, "labels": labels},
+            "spec": {},
+        }
+        try:
+            node = self.kube.create("/api/v1/nodes", body)
+        except Exception as exc:
+            if status_of(exc) != 409:
+                raise
+            node = self.kube.patch(
+                f"/api/v1/nodes/{self.node_name}", {"metadata": {"labels": labels}}
+            )
+        self._post_status(first=True)
+        self._clear_taints(node)
+        self._renew_lease()
+        self.ready_at = time.monotonic()
+
+    def _post_status(self, first: bool = False, ready: bool = True) -> JSON:
+        status: JSON = {"conditions": self._conditions(ready)}
+        if first:
+            status.update(
+                capacity=self.allocatable,
+                allocatable=self.allocatable,
+                addresses=[
+                    {"type": "InternalIP", "address": self.host_ip},
+                    {"type": "Hostname", "address": self.node_name},
+                ],
+                nodeInfo=self._node_info(),
+                daemonEndpoints={"kubeletEndpoint": {"Port": 0}},
+            )
+        path = f"/api/v1/nodes/{self.node_name}/status"
+        node = self.kube.patch(path, {"status": status}, STRATEGIC_PATCH)
+        # lastTransitionTime: set when the status changes, kept otherwise
+        previous = {c["type"]: c for c in (node.get("status") or {}).get("conditions") or []}
+        fix = []
+        for cond in status["conditions"]:
+            old = previous.get(cond["type"]) or {}
+            if not old.get("lastTransitionTime"):
+                fix.append({"type": cond["type"], "lastTransitionTime": now()})
+        if fix:
+            node = self.kube.patch(path, {"status": {"conditions": fix}}, STRATEGIC_PATCH)
+        return node
+
+    def _clear_taints(self, node: JSON) -> None:
+        taints = (node.get("spec") or {}).get("taints") or []
+        keep = [t for t in taints if t.get("key") not in NODE_TAINTS]
+        if len(keep) != len(taints):
+            self.kube.patch(f"/api/v1/nodes/{self.node_name}", {"spec": {"taints": keep or None}})
+
+    def _renew_lease(self) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
+        spec = {
+            "holderIdentity": self.node_name,
+            "leaseDurationSeconds": LEASE_SECONDS,
+            "renewTime": now_micro(),
+        }
+        try:
+            self.kube.patch(f"{path}/{self.node_name}", {"spec": spec})
+        except Exception as exc:
+            if status_of(exc) != 404:
+                raise
+            node = self.kube.get(f"/api/v1/nodes/{self.node_name}")
+            owner = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "name": self.node_name,
+                "uid": node["metadata"]["uid"],
+            }
+            lease = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": self.node_name, "ownerReferences": [owner]},
+                "spec": spec,
+            }
+            self.kube.create(path, lease)
+
+    def _heartbeat_loop(self) -> None:
+        while not self.stop_event.wait(self.heartbeat):
+            try:
+                node = self._post_status()
+                self._clear_taints(node)
+                self._renew_lease()
+            except Exception as exc:
+                if status_of(exc) == 404:  # someone deleted the Node: register again
+                    try:
+                        self.register()
+                    except Exception as again:
+                        log.warning("re-registering the node failed: %s", again)
+                    continue
+                log.warning("node heartbeat failed: %s", exc)
+
+    def _mark_not_ready(self) -> None:
+        try:
+            self._post_status(ready=False)
+        except Exception as exc:  # the apiserver may already be gone
+            log.debug("could not mark the node NotReady: %s", exc)
+
+    # -- Pods ------------------------------------------------------------------------------
+
+    def _watch_pods(self) -> None:
+        watch_forever(
+            self.kube.core.list_pod_for_all_namespaces,
+            self._on_pod_event,
+            self._on_pod_sync,
+            self.stop_event,
+            what="pods",
+            streams=self.streams,
+            field_selector=f"spec.nodeName={self.node_name}",
+        )
+
+    def _on_pod_sync(self, pods: Iterable[JSON]) -> None:
+        seen = set()
+        for pod in pods:
+            seen.add(pod["metadata"]["uid"])
+            self._on_pod_event("MODIFIED", pod)
+        with self._workers_lock:
+            vanished = [w for uid, w in self.workers.items() if uid not in seen]
+        for worker in vanished:
+            worker.deleted()
+
+    def _on_pod_event(self, kind: str, pod: JSON) -> None:
+        if self.stop_event.is_set():
+            return
+        uid = pod["metadata"]["uid"]
+        with self._workers_lock:
+            worker = self.workers.get(uid)
+            if worker is None and uid in self._finished:
+                return
+            if worker is None and kind != "DELETED":
+                worker = PodWorker(self, pod)
+                self.workers[uid] = worker
+                worker.start()
+                return
+        if worker is None:
+            return
+        if kind == "DELETED":
+            worker.deleted(pod)
+        else:
+            worker.update(pod)
+
+    def worker_done(self, worker: PodWorker) -> None:
+        with self._workers_lock:
+            if self.workers.get(worker.uid) is worker:
+                del self.workers[worker.uid]
+            if worker.shutdown_grace is None:
+                self._finished[worker.uid] = None
+                while len(self._finished) > 10000:
+                    del self._finished[next(iter(self._finished))]
+
+    # -- networking ------------------------------------------------------------------------
+
+    def release_ip(self, worker: PodWorker) -> None:
+        with self._workers_lock:
+            others = [
+                w
+                for w in self.workers.values()
+                if w is not worker and w.key == worker.key and not w.done.is_set()
+            ]
+        if not others:
+            self.ips.release(worker.namespace, worker.name)
+
+    def hosts_changed(self, changed: PodWorker, removed: bool = False) -> None:
+        """Rewrite the hosts files of the Pods on this node (those whose content changes)."""
+        with self._hosts_lock:
+            with self._workers_lock:
+                workers = [
+                    w
+                    for w in self.workers.values()
+                    if w.ip and not w.done.is_set() and not (removed and w is changed)
+                ]
+            entries = [w.hosts_entry for w in workers]
+            peers = [e for e in entries if e is not None]
+            for worker in workers:
+                own = worker.hosts_entry
+                if own is None:
+                    continue
+                aliases = (worker.current_pod().get("spec") or {}).get("hostAliases") or []
+                try:
+                    write_in_place(worker.hosts_file, render_hosts(own, peers, aliases))
+                except OSError as exc:
+                    log.warning("writing %s failed: %s", worker.hosts_file, exc)
+
+    def service_env(self) -> dict[str, str]:
+        """``KUBERNETES_SERVICE_HOST``/``PORT``: in-cluster clients reach the apiserver on
+        loopback (its certificate covers 127.0.0.1)."""
+        url = urlparse(self.kube.server)
+        host = url.hostname or HOST_IP
+        port = str(url.port or 443)
+        return {
+            "KUBERNETES_SERVICE_HOST": host,
+            "KUBERNETES_SERVICE_PORT": port,
+            "KUBERNETES_SERVICE_PORT_HTTPS": port,
+            "KUBERNETES_PORT": f"tcp://{host}:{port}",
+            f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
+            f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+            f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+            f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+        }
+
+    # -- lookups for Pod workers -------------------------------------------------------------
+
+    def get_configmap(self, namespace: str, name: str) -> JSON | None:
+        return self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+
+    def get_secret(self, namespace: str, name: str) -> JSON | None:
+        return self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/secrets/{name}")
+
+    def service_account_automount(self, namespace: str, name: str) -> bool:
+        try:
+            account = self.kube.get_or_none(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}"
+            )
+        except Exception:
+            return True
+        if account is None:
+            return True
+        return account.get("automountServiceAccountToken") is not False
+
+    def claim_path(self, namespace: str, claim: str) -> Path:
+        pvc = self.kube.get_or_none(
+            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}"
+        )
+        if pvc is None:
+            raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
+        if (pvc.get("status") or {}).get("phase") != "Bound":
+            raise VolumeError(f'persistentvolumeclaim "{claim}" is not bound yet')
+        name = (pvc.get("spec") or {}).get("volumeName")
+        pv = self.kube.get_or_none(f"/api/v1/persistentvolumes/{name}")
+        if pv is None:
+            raise VolumeError(f'persistentvolume "{name}" not found')
+        spec = pv.get("spec") or {}
+        source = spec.get("hostPath") or spec.get("local")
+        if not source or not source.get("path"):
+            raise VolumeError(f"persistentvolume {name}: only hostPath and local volumes work here")
+        path = Path(str(source["path"]))
+        if not path.is_dir():
+            if "hostPath" in spec and spec["hostPath"].get("type") in (
+                None,
+                "",
+                "DirectoryOrCreate",
+            ):
+                path.mkdir(parents=True, exist_ok=True)
+            else:
+                raise VolumeError(f"persistentvolume {name}: {path} is not a directory")
+        return path
+
+    def request_token(
+        self, namespace: str, account: str, source: JSON, pod: JSON
+    ) -> tuple[str, float]:
+        """A TokenRequest token for the Pod's service account, bound to the Pod."""
+        expiration = int(source.get("expirationSeconds") or 3600)
+        spec: JSON = {
+            "expirationSeconds": expiration,
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod["metadata"]["name"],
+                "uid": pod["metadata"]["uid"],
+            },
+        }
+        if source.get("audience"):
+            spec["audiences"] = [str(source["audience"])]
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+        try:
+            answer = self.kube.create(path, body)
+        except Exception as exc:
+            raise VolumeError(f"token for service account {namespace}/{account}: {exc}") from None
+        status = answer.get("status") or {}
+        expires = parse_time(status.get("expirationTimestamp"))
+        lifetime = float(expiration)
+        if expires is not None:
+            lifetime = max(expires.timestamp() - time.time(), 60.0)
+        return str(status.get("token") or ""), lifetime
+
+    # -- events ------------------------------------------------------------------------------
+
+    def event(
+        self, pod: JSON, kind: str, reason: str, message: str, container: str | None = None
+    ) -> None:
+        """Record an Event about ``pod`` (sent by a background thread; best effort)."""
+        meta = pod.get("metadata") or {}
+        involved = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+        }
+        if container:
+            involved["fieldPath"] = f"spec.containers{{{container}}}"
+        stamp = now()
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta.get('name')}.{uuid.uuid4().hex[:16]}",
+                "namespace": meta.get("namespace"),
+            },
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": "kubelet", "host": self.node_name},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": "kubelet",
+            "reportingInstance": self.node_name,
+        }
+        with contextlib.suppress(queue.Full):
+            self._events.put_nowait(event)
+
+    def _event_loop(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                event = self._events.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            try:
+                self.kube.create(
+                    f"/api/v1/namespaces/{event['metadata']['namespace']}/events", event
+                )
+            except Exception as exc:
+                log.debug("event not recorded: %s", exc)

@@ -1,0 +1,195 @@
+"""A small dynamic volume provisioner: PersistentVolumeClaims become host directories.
+
+It installs the default StorageClass ``standard`` (provisioner ``olmtool.dev/local``,
+reclaimPolicy Delete, volumeBindingMode Immediate), and for each pending claim of that
+class (or of no class) creates a ``hostPath`` PersistentVolume under
+``<state>/volumes/<pv>`` pre-bound to the claim (``claimRef``); kube-controller-manager's
+PV controller completes the binding. When a PV it made is Released and its reclaim
+policy is Delete, it deletes the directory and the PV. Data outlives Pods: a StatefulSet
+member re-created with the same claim finds its files.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+from olmtool.cluster.node.kube import Kube, Streams, status_of, watch_forever
+
+log = logging.getLogger(__name__)
+
+JSON = dict[str, Any]
+PROVISIONER = "olmtool.dev/local"
+STORAGE_CLASS = "standard"
+PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
+STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+
+
+def storage_class() -> JSON:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": STORAGE_CLASS, "annotations": {DEFAULT_CLASS: "true"}},
+        "provisioner": PROVISIONER,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate",
+    }
+
+
+def wants_volume(claim: JSON, classes: dict[str, JSON]) -> bool:
+    """Whether ``claim`` is pending, unbound and ours to provision."""
+    spec = claim.get("spec") or {}
+    if spec.get("volumeName") or (claim.get("status") or {}).get("phase") not in (None, "Pending"):
+        return False
+    if (claim.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    if spec.get("selector") or spec.get("dataSource"):
+        return False  # a claim for a particular volume: not for a dynamic provisioner
+    name = spec.get("storageClassName")
+    if name is None:
+        annotations = (claim.get("metadata") or {}).get("annotations") or {}
+        name = annotations.get("volume.beta.kubernetes.io/storage-class")
+    if name is None:
+        return True
+    sc = classes.get(name)
+    return sc is not None and sc.get("provisioner") == PROVISIONER
+
+
+def volume_for(claim: JSON, directory: Path, reclaim: str = "Delete") -> JSON:
+    """The PersistentVolume for ``claim``: a hostPath directory, pre-bound to it."""
+    meta = claim["metadata"]
+    spec = claim.get("spec") or {}
+    size = ((spec.get("resources") or {}).get("requests") or {}).get("storage") or "1Gi"
+    name = f"pvc-{meta['uid']}"
+    volume: JSON = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {
+            "name": name,
+            "annotations": {PROVISIONED_BY: PROVISIONER},
+            "labels": {"olmtool.dev/provisioner": "local"},
+        },
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": reclaim,
+            "volumeMode": spec.get("volumeMode") or "Filesystem",
+            "hostPath": {"path": str(directory / name), "type": "DirectoryOrCreate"},
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+        },
+    }
+    if spec.get("storageClassName"):
+        volume["spec"]["storageClassName"] = spec["storageClassName"]
+    return volume
+
+
+class Provisioner:
+    """Watches claims and volumes; run by the node agent (``start``/``stop``)."""
+
+    def __init__(self, kube: Kube, state_dir: Path, streams: Streams | None = None) -> None:
+        self.kube = kube
+        self.directory = state_dir / "volumes"
+        self.stop_event = threading.Event()
+        self.streams = streams or Streams()
+        self._lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.ensure_storage_class()
+        for name, target in (("pvc", self._watch_claims), ("pv", self._watch_volumes)):
+            thread = threading.Thread(target=target, name=f"provisioner-{name}", daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.streams.close()
+
+    def ensure_storage_class(self) -> None:
+        try:
+            self.kube.create("/apis/storage.k8s.io/v1/storageclasses", storage_class())
+            log.info("created StorageClass %s", STORAGE_CLASS)
+        except Exception as exc:
+            if status_of(exc) != 409:
+                raise
+
+    def _classes(self) -> dict[str, JSON]:
+        listed = self.kube.get("/apis/storage.k8s.io/v1/storageclasses")
+        return {item["metadata"]["name"]: item for item in listed.get("items") or []}
+
+    def _watch_claims(self) -> None:
+        watch_forever(
+            self.kube.core.list_persistent_volume_claim_for_all_namespaces,
+            lambda kind, claim: self.reconcile_claim(claim) if kind != "DELETED" else None,
+            lambda claims: [self.reconcile_claim(c) for c in claims],
+            self.stop_event,
+            what="persistentvolumeclaims",
+            streams=self.streams,
+        )
+
+    def _watch_volumes(self) -> None:
+        watch_forever(
+            self.kube.core.list_persistent_volume,
+            lambda kind, volume: self.reconcile_volume(volume) if kind != "DELETED" else None,
+            lambda volumes: [self.reconcile_volume(v) for v in volumes],
+            self.stop_event,
+            what="persistentvolumes",
+            streams=self.streams,
+        )
+
+    def reconcile_claim(self, claim: JSON) -> None:
+        try:
+            with self._lock:
+                classes = self._classes()
+                if not wants_volume(claim, classes):
+                    return
+                name = (claim.get("spec") or {}).get("storageClassName")
+                reclaim = str((classes.get(name) or {}).get("reclaimPolicy") or "Delete")
+                volume = volume_for(claim, self.directory, reclaim)
+                (self.directory / volume["metadata"]["name"]).mkdir(parents=True, exist_ok=True)
+                try:
+                    self.kube.create("/api/v1/persistentvolumes", volume)
+                except Exception as exc:
+                    if status_of(exc) != 409:
+                        raise
+                    return
+                meta = claim["metadata"]
+                log.info(
+                    "provisioned %s for claim %s/%s",
+                    volume["metadata"]["name"],
+                    meta["namespace"],
+                    meta["name"],
+                )
+        except Exception as exc:
+            log.warning("provisioning for claim failed: %s", exc)
+
+    def reconcile_volume(self, volume: JSON) -> None:
+        meta = volume.get("metadata") or {}
+        spec = volume.get("spec") or {}
+        if (meta.get("annotations") or {}).get(PROVISIONED_BY) != PROVISIONER:
+            return
+        if (volume.get("status") or {}).get("phase") not in ("Released", "Failed"):
+            return
+        if spec.get("persistentVolumeReclaimPolicy") != "Delete":
+            return
+        path = Path(str((spec.get("hostPath") or {}).get("path") or ""))
+        try:
+            if path.is_relative_to(self.directory) and path != self.directory:
+                shutil.rmtree(path, ignore_errors=True)
+            self.kube.delete(f"/api/v1/persistentvolumes/{meta['name']}")
+            log.info("deleted released volume %s", meta["name"])
+        except Exception as exc:
+            if status_of(exc) != 404:
+                log.warning("deleting volume %s failed: %s", meta.get("name"), exc)

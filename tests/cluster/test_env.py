@@ -1,0 +1,205 @@
+"""Environment building and ``$(VAR)`` expansion, as kubelet does them."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from olmtool.cluster.node.env import (
+    ConfigError,
+    PodFacts,
+    build_env,
+    expand,
+    expand_all,
+    field_value,
+    format_map,
+)
+
+VARS = {"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the cases of k8s.io/kubernetes third_party/forked/golang/expansion
+        ("$(VAR_A)", "A"),
+        ("___$(VAR_B)___", "___B___"),
+        ("$(VAR_A)-$(VAR_A)", "A-A"),
+        ("$(VAR_A)$(VAR_B)$(VAR_C)", "ABC"),
+        ("$(VAR_REF)", "$(VAR_A)"),  # no recursion
+        ("foo\\$(VAR_C)bar", "foo\\Cbar"),
+        ("foo\\\\$(VAR_C)bar", "foo\\\\Cbar"),
+        ("$(VAR_EMPTY)", ""),
+        ("$(VAR_DNE)", "$(VAR_DNE)"),  # undefined stays as written
+        ("$$(VAR_A)", "$(VAR_A)"),  # escaped
+        ("$$$(VAR_A)", "$A"),
+        ("$$$$(VAR_A)", "$$(VAR_A)"),
+        ("f000-$$VAR_A", "f000-$VAR_A"),
+        ("$(VAR_A", "$(VAR_A"),  # incomplete
+        ("$VAR_A", "$VAR_A"),  # not an expression
+        ("$)", "$)"),
+        ("$", "$"),
+        ("foo$", "foo$"),
+        ("$()", "$()"),
+        ("$(VAR_A)$", "A$"),
+        ("", ""),
+    ],
+)
+def test_expand(text: str, expected: str) -> None:
+    assert expand(text, VARS.get) == expected
+
+
+def test_expand_all() -> None:
+    assert expand_all(["--name=$(NAME)", "$(MISSING)"], {"NAME": "x"}) == ["--name=x", "$(MISSING)"]
+
+
+POD = {
+    "metadata": {
+        "name": "op-0",
+        "namespace": "operators",
+        "uid": "u-1",
+        "labels": {"app": "op", "tier": "b"},
+        "annotations": {"olm.targetNamespaces": "a,b", "note": 'say "hi"'},
+    },
+    "spec": {"nodeName": "olmtool-node", "serviceAccountName": "op-sa"},
+}
+
+
+def facts() -> PodFacts:
+    return PodFacts(POD, pod_ip="127.1.2.3", node_allocatable={"cpu": "2", "memory": "4Gi"})
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("metadata.name", "op-0"),
+        ("metadata.namespace", "operators"),
+        ("metadata.uid", "u-1"),
+        ("metadata.annotations['olm.targetNamespaces']", "a,b"),
+        ("metadata.labels['app']", "op"),
+        ("metadata.labels['missing']", ""),
+        ("spec.nodeName", "olmtool-node"),
+        ("spec.serviceAccountName", "op-sa"),
+        ("status.podIP", "127.1.2.3"),
+        ("status.hostIP", "127.0.0.1"),
+    ],
+)
+def test_field_refs(path: str, value: str) -> None:
+    assert field_value(facts(), path) == value
+
+
+def test_unknown_field_ref() -> None:
+    with pytest.raises(ConfigError, match="unsupported fieldRef"):
+        field_value(facts(), "spec.containers[0]")
+
+
+def test_labels_file_format() -> None:
+    assert format_map(POD["metadata"]["annotations"]) == (
+        'note="say \\"hi\\""\nolm.targetNamespaces="a,b"'
+    )
+
+
+def secret(**data: str) -> dict:
+    return {"data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+
+
+CONFIGMAPS = {("operators", "settings"): {"data": {"mode": "fast", "level": "3", "bad key": "x"}}}
+SECRETS = {("operators", "creds"): secret(password="s3cret", user="admin")}
+
+
+def env_of(container: dict, base: dict | None = None) -> dict:
+    return build_env(
+        container,
+        facts(),
+        configmap=lambda ns, name: CONFIGMAPS.get((ns, name)),
+        secret=lambda ns, name: SECRETS.get((ns, name)),
+        base=base,
+    )
+
+
+def test_env_order_and_expansion() -> None:
+    container = {
+        "envFrom": [
+            {"configMapRef": {"name": "settings"}},
+            {"secretRef": {"name": "creds"}, "prefix": "DB_"},
+        ],
+        "env": [
+            {"name": "mode", "value": "slow"},  # env wins over envFrom
+            {
+                "name": "TARGETS",
+                "valueFrom": {
+                    "fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}
+                },
+            },
+            {"name": "URL", "value": "http://$(DB_user):$(DB_password)@$(HOST)/$(NOPE)"},
+            {"name": "HOST", "value": "db"},  # defined after URL: not seen by it
+            {"name": "PASS", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "password"}}},
+            {
+                "name": "LEVEL",
+                "valueFrom": {"configMapKeyRef": {"name": "settings", "key": "level"}},
+            },
+            {"name": "SA", "valueFrom": {"fieldRef": {"fieldPath": "spec.serviceAccountName"}}},
+            {"name": "FROM_BASE", "value": "$(KUBERNETES_SERVICE_HOST)"},
+        ],
+    }
+    env = env_of(container, base={"KUBERNETES_SERVICE_HOST": "127.0.0.1"})
+    assert env["mode"] == "slow"
+    assert env["level"] == "3"
+    assert "bad key" not in env  # invalid names from envFrom are skipped
+    assert env["DB_password"] == "s3cret"
+    assert env["TARGETS"] == "a,b"
+    assert env["URL"] == "http://admin:s3cret@$(HOST)/$(NOPE)"
+    assert env["PASS"] == "s3cret"
+    assert env["LEVEL"] == "3"
+    assert env["SA"] == "op-sa"
+    assert env["FROM_BASE"] == "127.0.0.1"
+
+
+def test_optional_references_may_be_missing() -> None:
+    container = {
+        "envFrom": [{"configMapRef": {"name": "absent", "optional": True}}],
+        "env": [
+            {
+                "name": "A",
+                "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "k", "optional": True}},
+            },
+            {
+                "name": "B",
+                "valueFrom": {"secretKeyRef": {"name": "creds", "key": "nope", "optional": True}},
+            },
+        ],
+    }
+    assert env_of(container) == {}
+
+
+@pytest.mark.parametrize(
+    ("var", "problem"),
+    [
+        ({"configMapKeyRef": {"name": "absent", "key": "k"}}, 'configmap "absent" not found'),
+        ({"secretKeyRef": {"name": "creds", "key": "nope"}}, "couldn't find key nope"),
+        ({"resourceFieldRef": {"resource": "limits.gpu"}}, "unsupported resourceFieldRef"),
+    ],
+)
+def test_required_references_fail(var: dict, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        env_of({"env": [{"name": "X", "valueFrom": var}]})
+
+
+def test_resource_field_refs() -> None:
+    container = {
+        "resources": {"limits": {"memory": "256Mi"}, "requests": {"cpu": "250m"}},
+        "env": [
+            {
+                "name": "MEM",
+                "valueFrom": {"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}},
+            },
+            {
+                "name": "CPU_REQ",
+                "valueFrom": {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1m"}},
+            },
+            {"name": "CPU_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+        ],
+    }
+    env = env_of(container)
+    assert env == {"MEM": "256", "CPU_REQ": "250", "CPU_LIMIT": "2"}  # no limit: node's cpu

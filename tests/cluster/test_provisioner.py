@@ -1,0 +1,72 @@
+"""Which claims the provisioner serves, and the volumes it makes for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from olmtool.cluster.node.provisioner import (
+    PROVISIONED_BY,
+    PROVISIONER,
+    storage_class,
+    volume_for,
+    wants_volume,
+)
+
+CLASSES = {
+    "standard": storage_class(),
+    "other": {"metadata": {"name": "other"}, "provisioner": "example.com/nfs"},
+}
+
+
+def claim(**spec: object) -> dict:
+    return {
+        "metadata": {"name": "data-web-0", "namespace": "ns", "uid": "abc", "resourceVersion": "7"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "2Gi"}},
+            **spec,
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def test_storage_class_is_the_default() -> None:
+    sc = storage_class()
+    assert sc["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"] == "true"
+    assert (sc["provisioner"], sc["reclaimPolicy"], sc["volumeBindingMode"]) == (
+        PROVISIONER,
+        "Delete",
+        "Immediate",
+    )
+
+
+def test_which_claims() -> None:
+    assert wants_volume(claim(storageClassName="standard"), CLASSES)
+    assert wants_volume(claim(), CLASSES)  # no class at all
+    assert not wants_volume(claim(storageClassName="other"), CLASSES)
+    assert not wants_volume(claim(storageClassName="missing"), CLASSES)
+    assert not wants_volume(claim(storageClassName="standard", volumeName="pv-1"), CLASSES)
+    assert not wants_volume(claim(selector={"matchLabels": {"a": "b"}}), CLASSES)
+    bound = claim(storageClassName="standard")
+    bound["status"]["phase"] = "Bound"
+    assert not wants_volume(bound, CLASSES)
+
+
+def test_volume_for_a_claim(tmp_path: Path) -> None:
+    volume = volume_for(claim(storageClassName="standard"), tmp_path)
+    assert volume["metadata"]["name"] == "pvc-abc"
+    assert volume["metadata"]["annotations"][PROVISIONED_BY] == PROVISIONER
+    spec = volume["spec"]
+    assert spec["hostPath"]["path"] == str(tmp_path / "pvc-abc")
+    assert spec["capacity"] == {"storage": "2Gi"}
+    assert spec["storageClassName"] == "standard"
+    assert spec["persistentVolumeReclaimPolicy"] == "Delete"
+    assert spec["claimRef"] == {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": "ns",
+        "name": "data-web-0",
+        "uid": "abc",
+        "resourceVersion": "7",
+    }
+    assert "storageClassName" not in volume_for(claim(), tmp_path)["spec"]

@@ -1,0 +1,244 @@
+"""Volumes as directories, bind mounts vs. path rewriting."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pytest
+
+from olmtool.cluster.node.env import PodFacts
+from olmtool.cluster.node.volumes import (
+    Mount,
+    VolumeContext,
+    VolumeError,
+    atomic_write,
+    can_create,
+    materialise,
+    plan_mounts,
+    rewrite,
+    rewrite_table,
+    service_account_files,
+)
+
+POD = {
+    "metadata": {"name": "op-0", "namespace": "ops", "uid": "u1", "labels": {"app": "op"}},
+    "spec": {"serviceAccountName": "op", "containers": [{"name": "main"}]},
+}
+CONFIGMAPS = {("ops", "conf"): {"data": {"a.yaml": "a: 1\n", "b.txt": "b"}}}
+SECRETS = {("ops", "tls"): {"data": {"tls.key": base64.b64encode(b"KEY").decode()}}}
+
+
+def context(tokens: list | None = None) -> VolumeContext:
+    def token(namespace: str, account: str, source: dict) -> tuple[str, float]:
+        if tokens is not None:
+            tokens.append((namespace, account, source.get("audience")))
+        return f"token-for-{account}", 3600.0
+
+    return VolumeContext(
+        facts=PodFacts(POD, pod_ip="127.1.0.5"),
+        configmap=lambda ns, name: CONFIGMAPS.get((ns, name)),
+        secret=lambda ns, name: SECRETS.get((ns, name)),
+        claim_path=lambda ns, claim: Path("/nonexistent") / claim,
+        token=token,
+        ca_bytes=b"CA",
+    )
+
+
+def test_atomic_write_switches_whole_sets(tmp_path: Path) -> None:
+    target = tmp_path / "vol"
+    assert atomic_write(target, {"a": (b"1", 0o644), "sub/b": (b"2", 0o600)})
+    assert (target / "a").read_text() == "1" and (target / "sub/b").read_text() == "2"
+    assert (target / "a").is_symlink() and os.readlink(target / "a") == "..data/a"
+    assert not atomic_write(target, {"a": (b"1", 0o644), "sub/b": (b"2", 0o600)})
+    first = os.readlink(target / "..data")
+    assert atomic_write(target, {"a": (b"changed", 0o644)})
+    assert (target / "a").read_text() == "changed"
+    assert not (target / "sub").exists()  # dropped keys disappear
+    assert not (target / first).exists()  # the old version is removed
+    assert ((target / "a").stat().st_mode & 0o777) == 0o644
+
+
+def test_configmap_and_secret_volumes(tmp_path: Path) -> None:
+    ctx = context()
+    whole = materialise({"name": "c", "configMap": {"name": "conf"}}, tmp_path, ctx)
+    assert sorted(p.name for p in whole.path.iterdir() if not p.name.startswith("..")) == [
+        "a.yaml",
+        "b.txt",
+    ]
+    items = materialise(
+        {
+            "name": "i",
+            "configMap": {
+                "name": "conf",
+                "items": [{"key": "a.yaml", "path": "cfg/app.yaml", "mode": 0o600}],
+            },
+        },
+        tmp_path,
+        ctx,
+    )
+    assert (items.path / "cfg/app.yaml").read_text() == "a: 1\n"
+    assert ((items.path / "cfg/app.yaml").stat().st_mode & 0o777) == 0o600
+    secret = materialise(
+        {"name": "s", "secret": {"secretName": "tls", "defaultMode": 0o400}}, tmp_path, ctx
+    )
+    assert (secret.path / "tls.key").read_bytes() == b"KEY"
+    assert ((secret.path / "tls.key").stat().st_mode & 0o777) == 0o400
+
+
+def test_missing_sources(tmp_path: Path) -> None:
+    ctx = context()
+    with pytest.raises(VolumeError, match='configmap "nope" not found'):
+        materialise({"name": "c", "configMap": {"name": "nope"}}, tmp_path, ctx)
+    optional = materialise(
+        {"name": "o", "configMap": {"name": "nope", "optional": True}}, tmp_path, ctx
+    )
+    assert optional.path.is_dir()
+    with pytest.raises(VolumeError, match="unsupported volume type nfs"):
+        materialise({"name": "n", "nfs": {"server": "x", "path": "/"}}, tmp_path, ctx)
+
+
+def test_downward_api_and_projected_volumes(tmp_path: Path) -> None:
+    tokens: list = []
+    ctx = context(tokens)
+    downward = materialise(
+        {
+            "name": "d",
+            "downwardAPI": {
+                "items": [
+                    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                    {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                ]
+            },
+        },
+        tmp_path,
+        ctx,
+    )
+    assert (downward.path / "labels").read_text() == 'app="op"'
+    assert (downward.path / "name").read_text() == "op-0"
+    projected = materialise(
+        {
+            "name": "p",
+            "projected": {
+                "sources": [
+                    {
+                        "serviceAccountToken": {
+                            "path": "token",
+                            "audience": "vault",
+                            "expirationSeconds": 600,
+                        }
+                    },
+                    {"configMap": {"name": "conf", "items": [{"key": "b.txt", "path": "b"}]}},
+                    {
+                        "downwardAPI": {
+                            "items": [
+                                {"path": "ns", "fieldRef": {"fieldPath": "metadata.namespace"}}
+                            ]
+                        }
+                    },
+                ]
+            },
+        },
+        tmp_path,
+        ctx,
+    )
+    assert (projected.path / "token").read_text() == "token-for-op"
+    assert (projected.path / "b").read_text() == "b"
+    assert (projected.path / "ns").read_text() == "ops"
+    assert projected.refresh_at is not None  # tokens are renewed
+    assert tokens == [("ops", "op", "vault")]
+
+
+def test_service_account_files() -> None:
+    files, lifetime = service_account_files(context())
+    assert files["token"][0] == b"token-for-op"
+    assert files["ca.crt"][0] == b"CA" and files["namespace"][0] == b"ops"
+    assert lifetime == 3600.0
+
+
+def test_empty_dir_and_host_path(tmp_path: Path) -> None:
+    ctx = context()
+    empty = materialise({"name": "e", "emptyDir": {}}, tmp_path, ctx)
+    assert empty.path == tmp_path / "e" and empty.path.is_dir() and not empty.managed
+    made = tmp_path / "host" / "made"
+    host = materialise(
+        {"name": "h", "hostPath": {"path": str(made), "type": "DirectoryOrCreate"}}, tmp_path, ctx
+    )
+    assert host.path == made and made.is_dir()
+    with pytest.raises(VolumeError, match="is not a directory"):
+        materialise(
+            {"name": "x", "hostPath": {"path": str(tmp_path / "no"), "type": "Directory"}},
+            tmp_path,
+            ctx,
+        )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("/data", "/host/d"),
+        ("/data/etcd", "/host/d/etcd"),
+        ("--data-dir=/data/etcd", "--data-dir=/host/d/etcd"),
+        ("/database", "/database"),
+        ("/var/data", "/var/data"),
+        ("a:/data:/config/x.yaml", "a:/host/d:/host/c/x.yaml"),
+        ("/data.bak", "/data.bak"),
+        ("file:///data", "file:///data"),  # not a path boundary we can tell apart safely
+        ("/config/sub/deeper", "/host/sub-specific/deeper"),
+    ],
+)
+def test_rewrite(value: str, expected: str) -> None:
+    table = rewrite_table(
+        [
+            Mount(Path("/host/d"), "/data", bind=False),
+            Mount(Path("/host/c"), "/config", bind=False),
+            Mount(Path("/host/sub-specific"), "/config/sub", bind=False),
+            Mount(Path("/host/bound"), "/tmp/bound", bind=True),
+        ]
+    )
+    assert rewrite(value, table) == expected
+    assert rewrite("/tmp/bound/x", table) == "/tmp/bound/x"  # bind mounts need no rewriting
+
+
+def test_plan_mounts(tmp_path: Path) -> None:
+    source = tmp_path / "vol"
+    source.mkdir()
+    creatable = (str(tmp_path / "scratch"),)
+    existing = tmp_path / "exists"
+    existing.mkdir()
+    wanted = [
+        ("/data", source, False, ""),  # cannot be created on the host: rewritten
+        (str(tmp_path / "scratch/new/mnt"), source, True, ""),  # creatable: bound
+        (str(tmp_path / "scratch/new/mnt/inner"), source, False, ""),  # inside a bound one
+        (str(existing), source, False, ""),  # exists: bound
+        (str(existing / "file.yaml"), source, False, "f.yaml"),  # subPath (a new dir here)
+    ]
+    mounts = {m.target: m for m in plan_mounts(wanted, isolated=True, creatable=creatable)}
+    assert not mounts["/data"].bind
+    assert mounts[str(tmp_path / "scratch/new/mnt")].bind
+    assert (tmp_path / "scratch/new/mnt").is_dir()  # the host mount point was made
+    assert mounts[str(tmp_path / "scratch/new/mnt")].read_only
+    assert mounts[str(tmp_path / "scratch/new/mnt/inner")].bind
+    assert mounts[str(existing)].bind
+    assert mounts[str(existing / "file.yaml")].source == source / "f.yaml"
+    # without mount namespaces everything is rewritten
+    assert not any(m.bind for m in plan_mounts(wanted, isolated=False, creatable=creatable))
+
+
+def test_file_sub_path_needs_a_file_mount_point(tmp_path: Path) -> None:
+    source = tmp_path / "cm"
+    source.mkdir()
+    (source / "app.yaml").write_text("x")
+    creatable = (str(tmp_path / "etc"),)
+    [mount] = plan_mounts(
+        [(str(tmp_path / "etc/app/app.yaml"), source, True, "app.yaml")],
+        isolated=True,
+        creatable=creatable,
+    )
+    assert mount.bind and mount.is_file and (tmp_path / "etc/app/app.yaml").is_file()
+
+
+def test_can_create() -> None:
+    assert can_create("/tmp/x") and can_create("/var/run/secrets/kubernetes.io/serviceaccount")
+    assert not can_create("/data") and not can_create("/tmpfoo") and not can_create("/etc/x")
