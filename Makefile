@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate proto bench lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate proto bench bench-cluster lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -17,6 +17,7 @@ help:
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
 	@echo "make tools      apt-get the OCI registry, skopeo and etcd the tests use"
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
+	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,9 @@ generate: install
 
 bench: install
 	$(BIN)/python benchmarks/catalog_bench.py
+
+bench-cluster: install
+	$(BIN)/python benchmarks/cluster_bench.py
 
 # The registry API stubs are generated from olmtool/registry/proto/registry.proto.
 proto: install
