@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from olmtool.cluster import ControlPlane, build_assets, find_assets, start_apiserver
+from olmtool.cluster.assets import CONTROL_PLANE
+from olmtool.cluster.controlplane import start_control_plane
+from olmtool.cluster.node import NodeAgent
+from olmtool.cluster.node.kube import Kube
+from tests.e2e.helpers import TIMINGS, Cluster, node_ready, wait_for
 
 REQUIRED = ("etcd", "kube-apiserver")
 
@@ -54,3 +60,34 @@ def control_plane(
     """One control plane shared by the session's tests."""
     with start_apiserver(kube_assets, tmp_path_factory.mktemp("control-plane")) as plane:
         yield plane
+
+
+@pytest.fixture(scope="session")
+def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """The local cluster of the session: control plane + node agent (short back-off).
+
+    Started once, stopped at the end; tests work in namespaces of their own."""
+    if not all((kube_assets / name).exists() for name in CONTROL_PLANE):
+        pytest.skip(f"{kube_assets} lacks kube-controller-manager or kube-scheduler")
+    if os.geteuid() != 0:
+        pytest.skip("the node agent's mount namespaces need root")
+    state = tmp_path_factory.mktemp("node-agent")
+    with start_control_plane(kube_assets, state / "control-plane") as plane:
+        started = time.monotonic()
+        agent = NodeAgent(
+            plane.kubeconfig, state / "node", backoff_base=0.5, stop_grace=5, heartbeat=2
+        )
+        agent.start()
+        kube = Kube(plane.kubeconfig)
+        try:
+            wait_for(lambda: node_ready(kube), 30, "node Ready")
+            TIMINGS["agent start -> node Ready"] = time.monotonic() - started
+            yield Cluster(plane, agent, kube, state / "node")
+        finally:
+            stopping = time.monotonic()
+            agent.stop()
+            TIMINGS["agent stop"] = time.monotonic() - stopping
+            kube.close()
+            print(
+                "\nnode agent timings: " + ", ".join(f"{k}: {v:.2f}s" for k, v in TIMINGS.items())
+            )

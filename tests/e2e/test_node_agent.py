@@ -1,7 +1,8 @@
 """The node agent against a real control plane: Pods run as local processes.
 
 One control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and
-one :class:`NodeAgent` serve the whole module; each test works in its own namespace.
+one :class:`NodeAgent` (the session's ``cluster`` fixture, tests/e2e/conftest.py) serve
+every test; each test works in its own namespace.
 """
 
 from __future__ import annotations
@@ -16,88 +17,16 @@ import sys
 import textwrap
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from olmtool.cluster.assets import CONTROL_PLANE
-from olmtool.cluster.controlplane import ControlPlane, start_control_plane
 from olmtool.cluster.node import NodeAgent, read_logs
 from olmtool.cluster.node.kube import Kube
 from olmtool.images import LocalRegistry, push
-
-T = TypeVar("T")
-JSON = dict[str, Any]
-NODE = "olmtool-node"
-TIMINGS: dict[str, float] = {}
-
-
-@dataclass
-class Cluster:
-    plane: ControlPlane
-    agent: NodeAgent
-    kube: Kube
-    state_dir: Path
-
-    @property
-    def kubeconfig(self) -> Path:
-        return self.plane.kubeconfig
-
-
-@pytest.fixture(scope="module")
-def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A control plane with the node agent (short back-off) as its only node."""
-    if not all((kube_assets / name).exists() for name in CONTROL_PLANE):
-        pytest.skip(f"{kube_assets} lacks kube-controller-manager or kube-scheduler")
-    if os.geteuid() != 0:
-        pytest.skip("the node agent's mount namespaces need root")
-    state = tmp_path_factory.mktemp("node-agent")
-    with start_control_plane(kube_assets, state / "control-plane") as plane:
-        started = time.monotonic()
-        agent = NodeAgent(
-            plane.kubeconfig, state / "node", backoff_base=0.5, stop_grace=5, heartbeat=2
-        )
-        agent.start()
-        kube = Kube(plane.kubeconfig)
-        try:
-            wait_for(lambda: node_ready(kube), 30, "node Ready")
-            TIMINGS["agent start -> node Ready"] = time.monotonic() - started
-            yield Cluster(plane, agent, kube, state / "node")
-        finally:
-            stopping = time.monotonic()
-            agent.stop()
-            TIMINGS["agent stop"] = time.monotonic() - stopping
-            kube.close()
-            print(
-                "\nnode agent timings: " + ", ".join(f"{k}: {v:.2f}s" for k, v in TIMINGS.items())
-            )
-
-
-# -- helpers ---------------------------------------------------------------------------
-
-
-def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as exc:  # the object may not exist yet
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
-
-
-def node_ready(kube: Kube, name: str = NODE) -> bool:
-    node = kube.get(f"/api/v1/nodes/{name}")
-    conditions = {c["type"]: c["status"] for c in node["status"].get("conditions") or []}
-    return conditions.get("Ready") == "True" and not node["spec"].get("taints")
+from tests.e2e.helpers import JSON, NODE, TIMINGS, Cluster, node_ready, wait_for
 
 
 @pytest.fixture

@@ -1,0 +1,51 @@
+"""Shared helpers of the end-to-end tests against the local cluster (node agent)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from olmtool.cluster.controlplane import ControlPlane
+from olmtool.cluster.node import NodeAgent
+from olmtool.cluster.node.kube import Kube
+
+T = TypeVar("T")
+JSON = dict[str, Any]
+NODE = "olmtool-node"
+TIMINGS: dict[str, float] = {}
+
+
+@dataclass
+class Cluster:
+    plane: ControlPlane
+    agent: NodeAgent
+    kube: Kube
+    state_dir: Path
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.plane.kubeconfig
+
+
+def wait_for(check: Callable[[], T], timeout: float, what: str, interval: float = 0.2) -> T:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except Exception as exc:  # the object may not exist yet
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last: {last!r})")
+
+
+def node_ready(kube: Kube, name: str = NODE) -> bool:
+    node = kube.get(f"/api/v1/nodes/{name}")
+    conditions = {c["type"]: c["status"] for c in node["status"].get("conditions") or []}
+    return conditions.get("Ready") == "True" and not node["spec"].get("taints")
