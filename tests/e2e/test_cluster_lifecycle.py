@@ -97,3 +97,35 @@ def test_cli_up_json_then_down(
         down = olmtool("cluster", "down", "--name", "cli", "--delete", cwd=tmp_path)
     assert down.returncode == 0, down.stderr
     assert "and deleted" in down.stdout
+
+
+def test_cli_up_gives_a_kubeconfig_whose_node_is_ready(
+    kube_assets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the node agent's mount namespaces need root")
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(kube_assets))
+    result = olmtool("cluster", "up", "--name", "full", "--registry-port", "0", cwd=tmp_path)
+    try:
+        assert result.returncode == 0, result.stderr
+        kubeconfig = olmtool("cluster", "kubeconfig", "--name", "full", cwd=tmp_path)
+        nodes = subprocess.run(
+            [
+                str(kube_assets / "kubectl"),
+                f"--kubeconfig={kubeconfig.stdout.strip()}",
+                "get",
+                "nodes",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert nodes.returncode == 0, nodes.stderr
+        assert " Ready " in nodes.stdout.splitlines()[1] + " "
+        status = olmtool("cluster", "status", "--name", "full", "-o", "json", cwd=tmp_path)
+        assert json.loads(status.stdout)["nodeReady"] is True
+    finally:
+        down = olmtool("cluster", "down", "--name", "full", "--delete", cwd=tmp_path)
+    assert down.returncode == 0, down.stderr
+    assert down.stdout.startswith("cluster full: stopped node-agent,")
