@@ -8,49 +8,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.errors import InputError, display_path
-
-Severity = Literal["error", "warning"]
+from olmtool.findings import Finding as BaseFinding
+from olmtool.findings import Severity
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One problem: which check found it, how bad it is, and where (file, line, field)."""
+class Finding(BaseFinding):
+    """A bundle finding; ``path`` is the field inside the file (``spec.install...``)."""
 
-    check: str
-    severity: Severity
-    message: str
-    file: str | None = None
-    line: int | None = None
     path: str | None = None
 
     @property
     def suite(self) -> str:
         return self.check.split("/", 1)[0]
 
-    @property
-    def location(self) -> str:
-        if not self.file:
-            return ""
-        return f"{self.file}:{self.line}" if self.line else self.file
-
     def __str__(self) -> str:
         parts = [p for p in (self.location, self.path) if p]
         return ": ".join([*parts, self.message])
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "severity": self.severity,
-            "message": self.message,
-            "file": self.file,
-            "line": self.line,
-            "path": self.path,
-        }
+        return {**super().as_dict(), "path": self.path}
 
 
 @dataclass

@@ -3,34 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Context
 from olmtool.bundle.model import Bundle, Finding
 from olmtool.errors import InputError
+from olmtool.findings import Findings
 from olmtool.versions import parse_version
 
 ALL = "all"
 
 
 @dataclass
-class Report:
+class Report(Findings):
     """Findings of one validation run, ordered by file, line and check."""
 
-    bundle: str
-    suites: tuple[str, ...]
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "warning"]
-
-    def passed(self, *, strict: bool = False) -> bool:
-        return not self.errors and not (strict and self.warnings)
+    bundle: str = ""
+    suites: tuple[str, ...] = ()
 
     def as_dict(self, *, strict: bool = False) -> dict[str, object]:
         return {

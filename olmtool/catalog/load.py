@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -421,21 +421,17 @@ def iter_raw_blobs(root: Path) -> Iterator[tuple[list[RawBlob], list[Finding]]]:
 
 def load_catalog(root: str | Path) -> LoadResult:
     """Read every blob below ``root`` (a directory or one file); defects become findings."""
-    result = LoadResult(dc.DeclarativeConfig())
-    for blobs, problems in iter_raw_blobs(Path(root)):
-        result.findings.extend(problems)
-        for blob in blobs:
-            problem = decode_blob(blob, result.config)
-            if problem is not None:
-                result.findings.append(problem)
-    return result
+    return _decode_files(iter_raw_blobs(Path(root)))
 
 
 def load_texts(texts: dict[str, str]) -> LoadResult:
     """Like :func:`load_catalog` for in-memory files (name -> text), e.g. from an image."""
+    return _decode_files(parse_blobs(texts[file], file) for file in sorted(texts))
+
+
+def _decode_files(files: Iterable[tuple[list[RawBlob], list[Finding]]]) -> LoadResult:
     result = LoadResult(dc.DeclarativeConfig())
-    for file in sorted(texts):
-        blobs, problems = parse_blobs(texts[file], file)
+    for blobs, problems in files:
         result.findings.extend(problems)
         for blob in blobs:
             problem = decode_blob(blob, result.config)

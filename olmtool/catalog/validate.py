@@ -12,7 +12,7 @@ import binascii
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from olmtool.catalog.findings import Finding, Severity
 from olmtool.catalog.load import load_catalog
 from olmtool.catalog.model import channel_heads, distances_to_head, upgrade_edges
 from olmtool.errors import InputError
+from olmtool.findings import Findings
 from olmtool.images import parse_reference
 from olmtool.versions import parse_range
 
@@ -86,21 +87,8 @@ _ICON_TYPES = ("image/png", "image/jpeg", "image/gif", "image/svg+xml")
 
 
 @dataclass
-class Report:
+class Report(Findings):
     """Findings of one validation; ``passed`` when none is an error."""
-
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "warning"]
-
-    def passed(self, *, strict: bool = False) -> bool:
-        return not self.errors and not (strict and self.warnings)
 
     def as_dict(self, *, strict: bool = False) -> dict[str, Any]:
         """opm's ``{passed, error:{message}}`` plus every finding."""

@@ -1,0 +1,57 @@
+"""What validators report: findings (check, severity, message, where) and a verdict.
+
+Bundle and catalog validation add their own "where" (a field path; a package and the
+object in it) to the same :class:`Finding`, and share :class:`Findings`' verdict rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: which check found it, how bad it is, and in which file and line."""
+
+    check: str
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    @property
+    def location(self) -> str:
+        if not self.file:
+            return ""
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+        }
+
+
+@dataclass
+class Findings:
+    """A validation's findings and its verdict: it passes when none is an error (with
+    ``strict``, none is a warning either)."""
+
+    findings: list[Any] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Any]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Any]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def passed(self, *, strict: bool = False) -> bool:
+        return not self.errors and not (strict and self.warnings)
