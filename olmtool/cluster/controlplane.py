@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import secrets
+import shutil
 import signal
 import socket
 import ssl
@@ -38,6 +39,13 @@ class ControlPlaneError(OlmtoolError):
     """A control-plane component did not start or become healthy."""
 
 
+class _PortTaken(ControlPlaneError):
+    """A free port we picked was taken by someone else before the component bound it."""
+
+
+_PORT_ATTEMPTS = 3
+
+
 @dataclass
 class ControlPlane:
     """A running etcd + kube-apiserver; ``kubeconfig`` authenticates as cluster admin."""
@@ -56,6 +64,28 @@ class ControlPlane:
         for name in reversed(list(self.processes)):
             _terminate(self.processes[name], grace)
         self.processes.clear()
+
+
+def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` distinct free ports (held open together, so none is handed out twice)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _tail(log: Path, size: int = 4096) -> str:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - size))
+            return handle.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -77,10 +107,24 @@ def start_apiserver(
 
 
 def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) -> ControlPlane:
+    """Start etcd and kube-apiserver; retried on fresh ports if one was taken meanwhile."""
+    fresh = not (state_dir / "etcd").exists()
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        try:
+            return _launch_apiserver(assets, state_dir, timeout=timeout)
+        except _PortTaken:
+            if attempt == _PORT_ATTEMPTS:
+                raise
+            if fresh:  # a new store remembers its first peer URL: start it over
+                shutil.rmtree(state_dir / "etcd", ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> ControlPlane:
     state_dir.mkdir(parents=True, exist_ok=True)
     ca, serving, sa, token = _credentials(state_dir)
     tokens = state_dir / "tokens.csv"
-    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    etcd_port, peer_port, api_port = free_ports(3)
     etcd_url = f"http://{LOOPBACK}:{etcd_port}"
     server = f"https://{LOOPBACK}:{api_port}"
     plane = ControlPlane(
@@ -171,10 +215,25 @@ def start_control_plane(
 
 
 def launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float = 90.0) -> None:
-    """Add kube-controller-manager and kube-scheduler to a running apiserver."""
+    """Add kube-controller-manager and kube-scheduler to a running apiserver (retried on
+    fresh ports if one was taken meanwhile)."""
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        try:
+            _launch_controllers(plane, assets, timeout=timeout)
+            return
+        except _PortTaken:
+            for name in ("kube-scheduler", "kube-controller-manager"):
+                if name in plane.processes:
+                    _terminate(plane.processes.pop(name), 5.0)
+            if attempt == _PORT_ATTEMPTS:
+                plane.stop()
+                raise
+
+
+def _launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float) -> None:
     state_dir = plane.state_dir
     try:
-        manager_port = free_port()
+        manager_port, scheduler_port = free_ports(2)
         plane.processes["kube-controller-manager"] = _spawn(
             assets / "kube-controller-manager",
             [
@@ -190,7 +249,6 @@ def launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float = 90
             ],
             state_dir / "kube-controller-manager.log",
         )
-        scheduler_port = free_port()
         plane.processes["kube-scheduler"] = _spawn(
             assets / "kube-scheduler",
             [
@@ -206,6 +264,8 @@ def launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float = 90
             f"http://{LOOPBACK}:{manager_port}/healthz", plane, "kube-controller-manager", timeout
         )
         _wait_http(f"http://{LOOPBACK}:{scheduler_port}/healthz", plane, "kube-scheduler", timeout)
+    except _PortTaken:
+        raise  # launch_controllers retries on fresh ports, keeping the apiserver
     except BaseException:
         plane.stop()
         raise
@@ -248,7 +308,9 @@ def _wait_http(url: str, plane: ControlPlane, component: str, timeout: float) ->
         process = plane.processes[component]
         if process.poll() is not None:
             log = plane.state_dir / f"{component}.log"
-            raise ControlPlaneError(f"{component} exited with code {process.returncode}; see {log}")
+            taken = "address already in use" in _tail(log)
+            error = _PortTaken if taken else ControlPlaneError
+            raise error(f"{component} exited with code {process.returncode}; see {log}")
         try:
             with urllib.request.urlopen(
                 request, timeout=5, context=context if url.startswith("https") else None
