@@ -12,10 +12,18 @@ from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES
 from olmtool.bundle.image import bundle_image, load_bundle_image
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stderr, stdout
+from olmtool.cli.output import (
+    ConfigOption,
+    OutputFormat,
+    OutputOption,
+    emit,
+    escape,
+    save_image,
+    stdout,
+)
 from olmtool.config import load_project
 from olmtool.errors import InputError, display_path
-from olmtool.images import parse_reference, push, write_oci_layout
+from olmtool.images import parse_reference
 
 app = typer.Typer(
     help="Build and validate OLM bundles (registry+v1), and bundle images without Docker.",
@@ -25,9 +33,7 @@ app = typer.Typer(
 
 @app.command()
 def build(
-    config: Path | None = typer.Option(
-        None, "--config", "-c", help="Project file (default: olmtool.yaml found upward)."
-    ),
+    config: Path | None = ConfigOption,
     check: bool = typer.Option(
         False, "--check", help="Write nothing; exit 1 with a diff if the bundle is stale."
     ),
@@ -104,19 +110,8 @@ def build(
 def _image(
     bundle, reference: str, layout: Path | None, push_image: bool, package: str, version: str
 ):
-    ref = parse_reference(reference)
     target = layout or Path("build/oci") / f"{package}-{version}"
-    built = bundle_image(bundle)
-    write_oci_layout(built, target, ref.tag or version)
-    if push_image:
-        with stderr.status(f"pushing {reference}"):
-            push(built, ref)
-    return {
-        "image": reference,
-        "digest": built.digest,
-        "layout": display_path(target),
-        "pushed": push_image,
-    }
+    return save_image(bundle_image(bundle), reference, target, push_image=push_image, tag=version)
 
 
 @app.command()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
+from olmtool.cli.output import ConfigOption, OutputFormat, OutputOption, emit, escape, stdout
 from olmtool.config import load_project
 from olmtool.crd import generate_crds, load_resources, sync_files
 from olmtool.crd.lint import check_crd_files
@@ -30,9 +30,7 @@ def generate(
     output_dir: Path | None = typer.Option(
         None, "--output-dir", "-d", help="Where to write the CRDs."
     ),
-    config: Path | None = typer.Option(
-        None, "--config", "-c", help="Project file (default: olmtool.yaml found upward)."
-    ),
+    config: Path | None = ConfigOption,
     check: bool = typer.Option(
         False, "--check", help="Write nothing; exit 1 with a diff if files are stale."
     ),

@@ -10,17 +10,23 @@ from olmtool.catalog.publish import add_bundle, catalog_image, publish
 from olmtool.catalog.render import BundlePayload
 from olmtool.catalog.write import CatalogFormat
 from olmtool.cli.catalog import app
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stderr, stdout
+from olmtool.cli.output import (
+    ConfigOption,
+    OutputFormat,
+    OutputOption,
+    emit,
+    escape,
+    save_image,
+    stderr,
+    stdout,
+)
 from olmtool.config import load_project
 from olmtool.errors import InputError, display_path
-from olmtool.images import parse_reference, push, write_oci_layout
 
 
 @app.command("publish")
 def publish_command(
-    config: Path | None = typer.Option(
-        None, "--config", "-c", help="Project file (default: olmtool.yaml found upward)."
-    ),
+    config: Path | None = ConfigOption,
     check: bool = typer.Option(
         False, "--check", help="Write nothing; exit 1 with a diff if the catalog is stale."
     ),
@@ -93,19 +99,8 @@ def publish_command(
 
 
 def _image(root: Path, reference: str, layout: Path | None, push_image: bool) -> dict[str, object]:
-    ref = parse_reference(reference)
-    built = catalog_image(root)
     target = layout or Path("build/oci/catalog")
-    write_oci_layout(built, target, ref.tag or "latest")
-    if push_image:
-        with stderr.status(f"pushing {reference}"):
-            push(built, ref)
-    return {
-        "image": reference,
-        "digest": built.digest,
-        "layout": display_path(target),
-        "pushed": push_image,
-    }
+    return save_image(catalog_image(root), reference, target, push_image=push_image, tag="latest")
 
 
 @app.command("add")
