@@ -61,14 +61,14 @@ bench: install
 bench-cluster: install
 	$(BIN)/python benchmarks/cluster_bench.py
 
-# The registry API stubs are generated from olmtool/registry/proto/registry.proto.
+# The registry API stubs are generated from olmtool/serve/proto/registry.proto.
 proto: install
-	$(BIN)/python -m olmtool.registry.proto.generate
+	$(BIN)/python -m olmtool.serve.proto.generate
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m olmtool.registry.proto.generate --check
+	$(BIN)/python -m olmtool.serve.proto.generate --check
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -8,7 +8,7 @@ lays it out like ``opm migrate``, :mod:`~olmtool.catalog.validate` checks it as
 ``opm validate`` does (and more), :mod:`~olmtool.catalog.render` turns bundles into
 blobs, :mod:`~olmtool.catalog.templates` expands basic/semver templates,
 :mod:`~olmtool.catalog.publish` writes ``catalog/<package>/`` and
-:mod:`~olmtool.catalog.graph` draws upgrade graphs. Serving is :mod:`olmtool.registry`.
+:mod:`~olmtool.catalog.graph` draws upgrade graphs. Serving is :mod:`olmtool.serve`.
 """
 
 from olmtool.catalog.declcfg import DeclarativeConfig

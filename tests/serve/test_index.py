@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from olmtool.errors import InputError
-from olmtool.registry import NotFoundError, build_index
-from olmtool.registry.grpc_server import UnreadableBundleError, bundle_message
-from olmtool.registry.index import DIGEST_FILE, INDEX_FILE, STORE_FILE
+from olmtool.serve import NotFoundError, build_index
+from olmtool.serve.grpc_server import UnreadableBundleError, bundle_message
+from olmtool.serve.index import DIGEST_FILE, INDEX_FILE, STORE_FILE
 
 from .conftest import ETCD, write_catalog
 

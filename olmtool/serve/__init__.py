@@ -2,23 +2,23 @@
 
 What ``opm serve`` does for OLM v0 CatalogSources (``api.Registry`` on port 50051, with
 grpc health and reflection) plus catalogd's ``/catalogs/<name>/api/v1/{all,metas}`` for
-OLM v1, from one memory-lean index (:mod:`olmtool.registry.index`). In-process use::
+OLM v1, from one memory-lean index (:mod:`olmtool.serve.index`). In-process use::
 
     import grpc
-    from olmtool.registry import start_server
-    from olmtool.registry.proto import registry_pb2, registry_pb2_grpc
+    from olmtool.serve import start_server
+    from olmtool.serve.proto import registry_pb2, registry_pb2_grpc
 
     with start_server("catalog/", grpc_port=0, http_port=0) as server:
         stub = registry_pb2_grpc.RegistryStub(grpc.insecure_channel(server.grpc_address))
         package = stub.GetPackage(registry_pb2.GetPackageRequest(name="etcd"))
         print(package.defaultChannelName, server.catalog_url + "/api/v1/all")
 
-The wire contract is ``olmtool/registry/proto/registry.proto``.
+The wire contract is ``olmtool/serve/proto/registry.proto``.
 """
 
 from __future__ import annotations
 
-from olmtool.registry.index import CatalogIndex, NotFoundError, build_index
-from olmtool.registry.server import RunningServer, start_server
+from olmtool.serve.index import CatalogIndex, NotFoundError, build_index
+from olmtool.serve.server import RunningServer, start_server
 
 __all__ = ["CatalogIndex", "NotFoundError", "RunningServer", "build_index", "start_server"]

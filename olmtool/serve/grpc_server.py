@@ -27,7 +27,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from olmtool.catalog import declcfg as dc
-from olmtool.registry.index import (
+from olmtool.serve.index import (
     GVK,
     BundleSummary,
     CatalogIndex,
@@ -36,8 +36,8 @@ from olmtool.registry.index import (
     EntryRef,
     NotFoundError,
 )
-from olmtool.registry.proto import registry_pb2 as pb
-from olmtool.registry.proto import registry_pb2_grpc as pb_grpc
+from olmtool.serve.proto import registry_pb2 as pb
+from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Registry"].full_name  # "api.Registry"
 CSV_KIND = "ClusterServiceVersion"

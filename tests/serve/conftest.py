@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from olmtool.registry import RunningServer, start_server
+from olmtool.serve import RunningServer, start_server
 
 ETCD_CLUSTER = {"group": "etcd.database.coreos.com", "kind": "EtcdCluster", "version": "v1beta2"}
 SERVICE_MONITOR = {"group": "monitoring.coreos.com", "kind": "ServiceMonitor", "version": "v1"}

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from olmtool.registry.index import BlobRef, CatalogIndex
+from olmtool.serve.index import BlobRef, CatalogIndex
 
 GZIP_MIN_SIZE = 1400  # catalogd's gzhttp default: smaller bodies are not worth it
 METAS_PARAMETERS = frozenset({"schema", "package", "name"})

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster.node import images as node_images
-from olmtool.cluster.node.images import (
+from olmtool.cluster.node import runtime as node_images
+from olmtool.cluster.node.runtime import (
     ImageError,
     ImageResolver,
     ResolvedImage,

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from grpc_tools import protoc
 
-import olmtool.registry.proto
-from olmtool.registry import RunningServer
+import olmtool.serve.proto
+from olmtool.serve import RunningServer
 
 from .conftest import ETCD_CLUSTER, SERVICE_MONITOR
 
-PROTO = Path(olmtool.registry.proto.__file__).parent / "registry.proto"
+PROTO = Path(olmtool.serve.proto.__file__).parent / "registry.proto"
 
 CLIENT = textwrap.dedent(
     """
@@ -157,7 +157,7 @@ def test_list_bundles(answers: dict[str, Any]) -> None:
 
 
 def test_committed_stubs_match_the_proto() -> None:
-    """`python -m olmtool.registry.proto.generate --check`: nobody edited one without the other."""
-    from olmtool.registry.proto import generate
+    """`python -m olmtool.serve.proto.generate --check`: nobody edited one without the other."""
+    from olmtool.serve.proto import generate
 
     assert generate.main(["--check"]) == 0
