@@ -1,9 +1,19 @@
-"""One exception hierarchy for olmtool.
+"""One exception hierarchy for olmtool, so callers can catch broadly or precisely.
 
-``OlmtoolError`` subclasses are *user* errors: bad input files, schemas the generator
-cannot express, configuration mistakes. The CLI prints them as one line (with the file
-and line when known) and exits non-zero, never with a traceback. Anything else that
-escapes is a bug in olmtool and keeps its traceback.
+::
+
+    OlmtoolError                 everything olmtool raises on purpose
+    +-- InputError               the user's files or arguments are wrong
+    |   +-- SchemaError          a Python schema has no structural Kubernetes form
+    +-- (service errors)         a system olmtool drives failed: an OCI registry, the
+    |                            control plane, the asset build, a local cluster
+    +-- InternalError            a state of a long-running component (a pod that cannot
+                                 start, a request a server refuses), reported where it
+                                 belongs (pod status, gRPC status), not a user mistake
+
+The CLI prints any ``OlmtoolError`` as one line (with the file and line when known) and
+exits non-zero, never with a traceback. Anything else that escapes is a bug in olmtool
+and keeps its traceback. Library messages say what is wrong; only the CLI names flags.
 """
 
 from __future__ import annotations
@@ -38,7 +48,12 @@ class InputError(OlmtoolError):
     """A file olmtool was asked to read is missing, malformed or inconsistent."""
 
 
-class SchemaError(OlmtoolError):
+class InternalError(OlmtoolError):
+    """Not the user's input: a runtime state of a component (node agent, catalog server)
+    that is reported to its client (pod status, gRPC status) rather than to a terminal."""
+
+
+class SchemaError(InputError):
     """A Python schema cannot be expressed as a structural Kubernetes schema.
 
     ``model`` and ``field`` name the offending declaration.
