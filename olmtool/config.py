@@ -32,6 +32,10 @@ from olmtool.errors import InputError
 CONFIG_NAME = "olmtool.yaml"
 
 
+class ProjectNotFound(InputError):
+    """No ``olmtool.yaml`` was given or found upward from the working directory."""
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,10 +78,7 @@ def load_project(config: Path | None = None) -> Project:
     """Load the project file, from ``config`` or found by :func:`find_config`."""
     path = config or find_config()
     if path is None:
-        raise InputError(
-            f"no {CONFIG_NAME} in this directory or its parents; pass --config or the "
-            "schema modules on the command line"
-        )
+        raise ProjectNotFound(f"no {CONFIG_NAME} in this directory or its parents")
     data = yamlio.load(path)
     if data is None:
         data = {}

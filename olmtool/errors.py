@@ -4,6 +4,7 @@
 
     OlmtoolError                 everything olmtool raises on purpose
     +-- InputError               the user's files or arguments are wrong
+    |   +-- ArgumentError        one argument of a call (the CLI names its flag)
     |   +-- SchemaError          a Python schema has no structural Kubernetes form
     +-- (service errors)         a system olmtool drives failed: an OCI registry, the
     |                            control plane, the asset build, a local cluster
@@ -24,8 +25,8 @@ from pathlib import Path
 class OlmtoolError(Exception):
     """A problem with the user's input, reported as one line.
 
-    >>> str(InputError("unknown key 'foo'", path="olmtool.yaml", line=3))
-    'olmtool.yaml:3: unknown key \\'foo\\''
+    >>> print(InputError("unknown key 'foo'", path="olmtool.yaml", line=3))
+    olmtool.yaml:3: unknown key 'foo'
     """
 
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
@@ -46,6 +47,23 @@ class OlmtoolError(Exception):
 
 class InputError(OlmtoolError):
     """A file olmtool was asked to read is missing, malformed or inconsistent."""
+
+
+class ArgumentError(InputError):
+    """An argument of a library call is wrong or missing. ``argument`` is the keyword
+    argument's name and the message reads after it; the CLI, which knows the flag behind
+    the argument, names the flag instead.
+
+    >>> print(ArgumentError("'x' is not a Kubernetes version", argument="k8s_version"))
+    k8s_version 'x' is not a Kubernetes version
+    """
+
+    def __init__(self, message: str, *, argument: str):
+        super().__init__(message)
+        self.argument = argument
+
+    def __str__(self) -> str:
+        return f"{self.argument} {self.message}"
 
 
 class InternalError(OlmtoolError):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Context
 from olmtool.bundle.model import Bundle, Finding
-from olmtool.errors import InputError
+from olmtool.errors import ArgumentError, InputError
 from olmtool.findings import Findings
 from olmtool.versions import parse_version
 
@@ -53,7 +53,9 @@ def parse_k8s_version(text: str | None):
     try:
         return parse_version(".".join(([*parts, "0", "0"])[:3]))
     except ValueError:
-        raise InputError(f"--k8s-version {text!r} is not a Kubernetes version like 1.25") from None
+        raise ArgumentError(
+            f"{text!r} is not a Kubernetes version like 1.25", argument="k8s_version"
+        ) from None
 
 
 def validate_bundle(

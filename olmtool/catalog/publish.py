@@ -13,6 +13,7 @@ from pathlib import Path
 
 import semver
 
+from olmtool.bundle.source import names_registry
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
@@ -20,13 +21,13 @@ from olmtool.catalog.render import (
     CATALOG_LABEL,
     BundlePayload,
     RenderedBundle,
-    render_bundle,
     render_bundle_dir,
+    render_opened,
 )
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
 from olmtool.catalog.validate import validate_config
 from olmtool.catalog.write import CatalogFormat, write_package
-from olmtool.errors import InputError, display_path
+from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.fsutil import TreeDiff, write_atomic
 from olmtool.images import Image, build_image
 
@@ -71,29 +72,20 @@ def render_sources(
 
 
 def _expand(pattern: str, base: Path) -> list[str]:
-    if _looks_like_image(pattern) and not (base / pattern).exists():
+    """An image reference as itself; anything else as a glob of bundle directories."""
+    if names_registry(pattern) and not (base / pattern).exists():
         return [pattern]
     matches = sorted(glob.glob(str(base / pattern)))
     return [m for m in matches if Path(m).is_dir()]
 
 
-def _looks_like_image(text: str) -> bool:
-    first = text.split("/", 1)[0]
-    return "/" in text and ("." in first or ":" in first or first == "localhost")
-
-
 def _render_one(item: str, source: PackageSource, payload: BundlePayload) -> RenderedBundle:
-    if Path(item).is_dir():
-        rendered = render_bundle_dir(Path(item), payload=payload)
-        if source.image:
-            version = rendered.bundle.version
-            image = source.image.format(package=rendered.bundle.package, version=version)
-            rendered = render_bundle_dir(Path(item), image=image, payload=payload)
-        return rendered
-    from olmtool.bundle.image import load_bundle_image
-
-    files = load_bundle_image(item)
-    return render_bundle(files, image=item, payload=payload)
+    rendered = render_opened(item, payload=payload)
+    if source.image and Path(item).is_dir():
+        version = rendered.bundle.version
+        image = source.image.format(package=rendered.bundle.package, version=version)
+        rendered = render_bundle_dir(Path(item), image=image, payload=payload)
+    return rendered
 
 
 # --- channels from the bundles' own upgrade fields ------------------------------------------
@@ -190,15 +182,11 @@ def _from_template(path: Path, payload: BundlePayload) -> dc.DeclarativeConfig:
 
 
 def template_renderer(base: Path, payload: BundlePayload) -> Callable[[str], dc.Bundle]:
-    """Render a template's bundle reference: a directory (relative to the template) or image."""
+    """Render a template's bundle reference: a directory (relative to the template), an
+    OCI layout or an image."""
 
     def renderer(reference: str) -> dc.Bundle:
-        path = base / reference
-        if path.is_dir():
-            return render_bundle_dir(path, payload=payload).bundle
-        from olmtool.bundle.image import load_bundle_image
-
-        return render_bundle(load_bundle_image(reference), image=reference, payload=payload).bundle
+        return render_opened(reference, base=base, payload=payload).bundle
 
     return renderer
 
@@ -240,6 +228,24 @@ def publish(settings: CatalogSettings, base: Path, *, check: bool = False) -> Pu
     return result
 
 
+@dataclass
+class AddResult:
+    """What ``catalog add`` changed: the package's new config and its files on disk."""
+
+    config: dc.DeclarativeConfig
+    bundle: dc.Bundle
+    channels: list[str]
+    difference: TreeDiff
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "bundle": self.bundle.name,
+            "package": self.bundle.package,
+            "channels": self.channels,
+            "changed": self.difference.changed,
+        }
+
+
 def add_bundle(
     root: Path,
     bundle_source: str,
@@ -248,17 +254,15 @@ def add_bundle(
     channels: list[str] | None = None,
     fmt: CatalogFormat | None = None,
     payload: BundlePayload = BundlePayload.objects,
-) -> tuple[dc.DeclarativeConfig, TreeDiff]:
-    """``catalog add``: put one bundle into its package's channels in an existing catalog."""
-    path = Path(bundle_source)
-    if path.is_dir():
-        rendered = render_bundle_dir(path, image=image or "", payload=payload)
-    else:
-        from olmtool.bundle.image import load_bundle_image
+) -> AddResult:
+    """``catalog add``: put one bundle into its package's channels in an existing catalog.
 
-        rendered = render_bundle(
-            load_bundle_image(bundle_source), image=bundle_source, payload=payload
-        )
+    ``channels`` default to the bundle's annotated ones; ``image`` is the pull spec to
+    record for a bundle directory (an image's own reference is recorded otherwise).
+    """
+    rendered = render_opened(bundle_source, payload=payload)
+    if image and Path(bundle_source).is_dir():
+        rendered = render_bundle_dir(Path(bundle_source), image=image, payload=payload)
     bundle = rendered.bundle
     package_dir = root / bundle.package
     existing = load_catalog_strict(package_dir) if package_dir.is_dir() else dc.DeclarativeConfig()
@@ -268,15 +272,11 @@ def add_bundle(
     config.bundles.append(bundle)
     wanted = channels or list(rendered.channels)
     if not wanted:
-        raise InputError(
-            f"bundle {bundle.name} names no channel; pass --channel", path=bundle_source
+        raise ArgumentError(
+            f"is needed: bundle {bundle.name} names no channel", argument="channels"
         )
     for name in wanted:
-        channel = next((c for c in config.channels if c.name == name), None)
-        if channel is None:
-            channel = dc.Channel(name=name, package=bundle.package)
-            config.channels.append(channel)
-        channel.entries.append(
+        _channel(config, name, bundle.package).entries.append(
             dc.ChannelEntry(
                 bundle.name, rendered.replaces, list(rendered.skips), rendered.skip_range
             )
@@ -292,7 +292,20 @@ def add_bundle(
         )
     check_package(config, bundle.package)
     chosen = fmt or _existing_format(package_dir) or CatalogFormat.json
-    return config, write_package(config, root, bundle.package, chosen)
+    difference = write_package(config, root, bundle.package, chosen)
+    member_of = sorted(
+        c.name for c in config.channels if any(e.name == bundle.name for e in c.entries)
+    )
+    return AddResult(config, bundle, member_of, difference)
+
+
+def _channel(config: dc.DeclarativeConfig, name: str, package: str) -> dc.Channel:
+    """The channel ``name`` of ``config``, added when it is new."""
+    channel = next((c for c in config.channels if c.name == name), None)
+    if channel is None:
+        channel = dc.Channel(name=name, package=package)
+        config.channels.append(channel)
+    return channel
 
 
 def _existing_format(package_dir: Path) -> CatalogFormat | None:

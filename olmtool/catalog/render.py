@@ -10,7 +10,6 @@ operator's containers.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +20,7 @@ from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.model import Bundle as BundleFiles
 from olmtool.bundle.model import load_bundle
+from olmtool.bundle.source import Source, SourceKind, open_bundle, resolve_source, unpacked_image
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.load import load_catalog_strict, load_texts
@@ -85,15 +85,16 @@ def render(
 def render_source(
     source: str, *, payload: BundlePayload = BundlePayload.objects
 ) -> dc.DeclarativeConfig:
-    path = Path(source)
-    if path.exists():
-        if path.is_dir() and (path / fmt.MANIFESTS_DIR).is_dir():
-            bundle = render_bundle_dir(path, payload=payload).bundle
+    """One source: a bundle directory, an FBC directory or file, or a bundle or catalog
+    image (in a registry or an OCI layout), told apart by :mod:`olmtool.bundle.source`."""
+    resolved = resolve_source(source)
+    if resolved.kind is SourceKind.directory:
+        assert resolved.path is not None
+        if resolved.path.is_dir() and (resolved.path / fmt.MANIFESTS_DIR).is_dir():
+            bundle = render_bundle_dir(resolved.path, payload=payload).bundle
             return dc.DeclarativeConfig(bundles=[bundle])
-        return load_catalog_strict(path)
-    if "/" not in source and ":" not in source:
-        raise InputError("no such bundle directory, catalog or image reference", path=source)
-    return render_image(source, payload=payload)
+        return load_catalog_strict(resolved.path)
+    return render_image(resolved, payload=payload)
 
 
 def render_bundle_dir(
@@ -104,39 +105,52 @@ def render_bundle_dir(
     return render_bundle(files, image=image, payload=payload)
 
 
-def render_image(
-    reference: str, *, payload: BundlePayload = BundlePayload.objects
-) -> dc.DeclarativeConfig:
-    """Pull ``reference``; a catalog image gives its FBC, a bundle image its olm.bundle."""
-    from olmtool.images import pull
+def render_opened(
+    source: str | Path, *, base: Path | None = None, payload: BundlePayload = BundlePayload.objects
+) -> RenderedBundle:
+    """The olm.bundle for any bundle source; an image's pull spec is the reference given."""
+    resolved = resolve_source(source, base=base)
+    image = resolved.text if resolved.kind is SourceKind.image else ""
+    with open_bundle(resolved) as files:
+        return render_bundle(files, image=image, payload=payload)
 
-    image = pull(reference)
-    labels = image.labels
-    with tempfile.TemporaryDirectory(prefix="olmtool-render-") as workdir:
-        root = Path(workdir)
-        image.extract(root)
+
+def render_image(
+    source: str | Source, *, payload: BundlePayload = BundlePayload.objects
+) -> dc.DeclarativeConfig:
+    """A catalog image gives its FBC, a bundle image its olm.bundle."""
+    if isinstance(source, str):
+        source = resolve_source(source)
+    reference = source.text
+    with unpacked_image(source) as (root, labels):
         if CATALOG_LABEL in labels:
-            configs = root / labels[CATALOG_LABEL].lstrip("/")
-            texts = {
-                f"{reference}:{labels[CATALOG_LABEL].rstrip('/')}/{p.relative_to(configs).as_posix()}": p.read_text(
-                    encoding="utf-8"
-                )
-                for p in sorted(configs.rglob("*"))
-                if p.is_file() and p.name != ".indexignore"
-            }
-            result = load_texts(texts)
-            if result.errors:
-                first = result.errors[0]
-                raise InputError(first.message, path=first.file, line=first.line)
-            return result.config
+            return _image_catalog(reference, root, labels[CATALOG_LABEL])
         if fmt.PACKAGE not in labels:
             raise InputError(
                 f"image {reference} is neither a bundle nor a catalog image (no {fmt.PACKAGE} or {CATALOG_LABEL} label)"
             )
         files = load_bundle(root, label=reference)
+        image = reference if source.kind is SourceKind.image else ""
         return dc.DeclarativeConfig(
-            bundles=[render_bundle(files, image=reference, payload=payload).bundle]
+            bundles=[render_bundle(files, image=image, payload=payload).bundle]
         )
+
+
+def _image_catalog(reference: str, root: Path, configs_label: str) -> dc.DeclarativeConfig:
+    """The FBC under a catalog image's configs directory, files named ``ref:/configs/...``."""
+    configs = root / configs_label.lstrip("/")
+    texts = {
+        f"{reference}:{configs_label.rstrip('/')}/{p.relative_to(configs).as_posix()}": p.read_text(
+            encoding="utf-8"
+        )
+        for p in sorted(configs.rglob("*"))
+        if p.is_file() and p.name != ".indexignore"
+    }
+    result = load_texts(texts)
+    if result.errors:
+        first = result.errors[0]
+        raise InputError(first.message, path=first.file, line=first.line)
+    return result.config
 
 
 def render_bundle(

@@ -8,7 +8,7 @@ import typer
 
 from olmtool import __version__
 from olmtool.cli import bundle, catalog, cluster, crd
-from olmtool.cli.output import error
+from olmtool.cli.output import error, error_line
 from olmtool.errors import OlmtoolError
 
 app = typer.Typer(
@@ -54,7 +54,7 @@ def main() -> None:
     try:
         app()
     except OlmtoolError as exc:
-        error(str(exc))
+        error(error_line(exc))
         sys.exit(1)
     except KeyboardInterrupt:
         error("interrupted")

@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import typer
 
-from olmtool.bundle import build_bundle, write_bundle
-from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES
-from olmtool.bundle.image import bundle_image, load_bundle_image
-from olmtool.bundle.model import load_bundle
-from olmtool.bundle.validate import select_suites, validate_bundle
+from olmtool.actions import BundleBuildResult, bundle_build, bundle_validate
+from olmtool.bundle.checks import OPTIONAL_SUITES
 from olmtool.cli.output import (
     ConfigOption,
     OutputFormat,
     OutputOption,
     emit,
     escape,
-    save_image,
+    exit_if,
+    image_target,
+    print_diffs,
+    print_findings,
+    print_saved_image,
+    stderr,
     stdout,
 )
-from olmtool.config import load_project
-from olmtool.errors import InputError, display_path
-from olmtool.images import parse_reference
+from olmtool.errors import display_path
 
 app = typer.Typer(
     help="Build and validate OLM bundles (registry+v1), and bundle images without Docker.",
@@ -58,60 +57,32 @@ def build(
 
       olmtool bundle build --image 127.0.0.1:5000/etcd-operator-bundle:0.3.0 --push
     """
-    if push_image and not image:
-        raise InputError("--push needs --image REF")
-    project = load_project(config)
-    settings = project.settings.bundle
-    if settings is None:
-        raise InputError(
-            "has no bundle section (bundle: {package: ..., version: ...})", path=project.file
+    with stderr.status("building the bundle") as spinner:
+        result = bundle_build(
+            config=config,
+            check=check,
+            image=image_target(image, layout, push_image),
+            progress=spinner.update,
         )
-    crd_dir = project.settings.crd.output if project.settings.crd else None
-    bundle = build_bundle(settings, project.root, crd_dir=crd_dir)
-    difference = write_bundle(bundle, check=check)
-    data: dict[str, object] = {
-        "bundle": display_path(bundle.directory),
-        "check": check,
-        "stale": difference.stale,
-        "added": difference.added,
-        "modified": difference.modified,
-        "removed": difference.removed,
-    }
-    if image:
-        data.update(_image(bundle, image, layout, push_image, settings.package, settings.version))
-
-    def text() -> None:
-        where = escape(display_path(bundle.directory))
-        if check:
-            for diff in difference.diffs:
-                stdout.print(escape(diff), end="")
-            state = "stale" if difference.stale else "up to date"
-            stdout.print(f"bundle {where}: {state}")
-            if difference.stale:
-                stdout.print("run [bold]olmtool bundle build[/] to update it")
-        else:
-            for name in difference.changed:
-                stdout.print(f"[green]wrote[/] {escape(name)}")
-            stdout.print(
-                f"bundle {where}: {len(bundle.files)} files, {len(difference.changed)} changed"
-            )
-        if image:
-            stdout.print(
-                f"image {escape(image)}: {data['digest']} (OCI layout {escape(str(data['layout']))})"
-            )
-            if push_image:
-                stdout.print(f"[green]pushed[/] {escape(image)}")
-
-    emit(data, output, text)
-    if check and difference.stale:
-        raise typer.Exit(1)
+    emit(result.as_dict(), output, lambda: _print_build(result))
+    exit_if(result.failed)
 
 
-def _image(
-    bundle, reference: str, layout: Path | None, push_image: bool, package: str, version: str
-):
-    target = layout or Path("build/oci") / f"{package}-{version}"
-    return save_image(bundle_image(bundle), reference, target, push_image=push_image, tag=version)
+def _print_build(result: BundleBuildResult) -> None:
+    bundle, difference = result.bundle, result.difference
+    where = escape(display_path(bundle.directory))
+    if result.check:
+        print_diffs(difference.diffs)
+        stdout.print(f"bundle {where}: {'stale' if difference.stale else 'up to date'}")
+        if difference.stale:
+            stdout.print("run [bold]olmtool bundle build[/] to update it")
+    else:
+        for name in difference.changed:
+            stdout.print(f"[green]wrote[/] {escape(name)}")
+        stdout.print(
+            f"bundle {where}: {len(bundle.files)} files, {len(difference.changed)} changed"
+        )
+    print_saved_image(result.image)
 
 
 @app.command()
@@ -143,29 +114,10 @@ def validate(
 
       olmtool bundle validate 127.0.0.1:5000/etcd-operator-bundle:0.3.0 -o json
     """
-    suites = select_suites(select or [])
-    path = Path(target)
-    cleanup = None
-    if path.exists():
-        bundle = load_bundle(path)
-    elif "/" in target or ":" in target:
-        parse_reference(target)  # a clear error for something that is neither
-        bundle = load_bundle_image(target)
-        cleanup = bundle.root
-    else:
-        raise InputError("no such bundle directory (nor an image reference)", path=target)
-    try:
-        report = validate_bundle(bundle, suites=suites, k8s_version=k8s_version)
-    finally:
-        if cleanup:
-            shutil.rmtree(cleanup, ignore_errors=True)
+    report = bundle_validate(target, select=select or [], k8s_version=k8s_version)
 
     def text() -> None:
-        for finding in report.findings:
-            style = "red" if finding.severity == "error" else "yellow"
-            stdout.print(
-                f"[{style}]{finding.severity}[/] [dim]\\[{finding.check}][/] {escape(str(finding))}"
-            )
+        print_findings(report.findings)
         verdict = "[green]valid[/]" if report.passed(strict=strict) else "[red]invalid[/]"
         stdout.print(
             f"{escape(report.bundle)}: {verdict}: {len(report.errors)} error(s), "
@@ -173,8 +125,4 @@ def validate(
         )
 
     emit(report.as_dict(strict=strict), output, text)
-    if not report.passed(strict=strict):
-        raise typer.Exit(1)
-
-
-__all__ = ["DEFAULT_SUITES", "app"]
+    exit_if(not report.passed(strict=strict))

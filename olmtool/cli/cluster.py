@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stderr, stdout
+from olmtool.actions import (
+    cluster_down,
+    cluster_kubeconfig,
+    cluster_logs,
+    cluster_status,
+    cluster_up,
+)
+from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stderr, stdout
 from olmtool.cluster import local
 from olmtool.cluster.assets import ensure_assets
 
@@ -38,12 +43,12 @@ def up(
       olmtool cluster up --name ci --registry-port 0 -o json
     """
     with stderr.status("starting the cluster") as spinner:
-        cluster = local.up(
+        cluster = cluster_up(
             name,
             registry_port=None if no_registry else registry_port,
             node=not no_node,
             timeout=timeout,
-            progress=lambda message: spinner.update(message),
+            progress=spinner.update,
         )
     emit(
         cluster.as_dict(),
@@ -67,7 +72,7 @@ def down(
 
       olmtool cluster down --delete
     """
-    stopped = local.down(name, delete=delete)
+    stopped = cluster_down(name, delete=delete)
     what = ", ".join(stopped) or "nothing was running"
     stdout.print(
         f"cluster {escape(name)}: stopped {escape(what)}{' and deleted' if delete else ''}"
@@ -80,19 +85,19 @@ def status(name: str = NameOption, output: OutputFormat = OutputOption) -> None:
 
     Exit 1 when the apiserver is down. Example: olmtool cluster status -o json
     """
-    data = local.status(name)
+    status = cluster_status(name)
+    data = status.as_dict()
 
     def text() -> None:
         stdout.print(
-            f"cluster {escape(name)}: apiserver {data['apiserver']}, node ready: {data['nodeReady']}"
+            f"cluster {escape(name)}: apiserver {data['apiserver']}, node ready: {status.node_ready}"
         )
-        for component, running in data["components"].items():  # type: ignore[union-attr]
+        for component, running in status.components.items():
             state = "[green]running[/]" if running else "[red]stopped[/]"
             stdout.print(f"  {component:<24} {state}")
 
     emit(data, output, text)
-    if data["apiserver"] != "healthy":
-        raise typer.Exit(1)
+    exit_if(not status.healthy)
 
 
 @app.command()
@@ -104,10 +109,7 @@ def kubeconfig(
 
     Example: kubectl --kubeconfig $(olmtool cluster kubeconfig) get nodes
     """
-    cluster = local.read_cluster(name)
-    if cluster is None:
-        raise local.ClusterError(f"no cluster named {name!r} (start one: olmtool cluster up)")
-    path = Path(cluster.kubeconfig)
+    path = cluster_kubeconfig(name)
     typer.echo(path.read_text() if show else str(path), nl=not show)
 
 
@@ -122,12 +124,8 @@ def logs(
 
     Example: olmtool cluster logs etcd-operator-7d9f --namespace operators
     """
-    from olmtool.cluster.node import read_logs
-
-    cluster = local.read_cluster(name)
-    if cluster is None:
-        raise local.ClusterError(f"no cluster named {name!r}")
-    typer.echo(read_logs(Path(cluster.state_dir) / "node", namespace, pod, container), nl=False)
+    logs = cluster_logs(pod, namespace=namespace, container=container, name=name)
+    typer.echo(logs, nl=False)
 
 
 @app.command()

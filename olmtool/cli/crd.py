@@ -51,33 +51,37 @@ def generate(
     )
     files = generate_crds(load_resources(modules, search_path=search_path, base_dir=base_dir))
     result = sync_files(files, out_dir, check=check)
+    stale = {*result.added, *result.modified}
+    written = [out_dir / f.name for f in files if f.name in stale]  # in generation order
+    unchanged = [out_dir / name for name in result.unchanged]
+    removed = [out_dir / name for name in result.removed]
     data = {
         "outputDir": display_path(out_dir),
         "check": check,
         "stale": result.stale,
-        "written": [display_path(p) for p in result.written],
-        "unchanged": [display_path(p) for p in result.unchanged],
-        "removed": [display_path(p) for p in result.removed],
+        "written": [display_path(p) for p in written],
+        "unchanged": [display_path(p) for p in unchanged],
+        "removed": [display_path(p) for p in removed],
     }
 
     def text() -> None:
         if check:
-            for diff in result.diffs.values():
+            for diff in result.diffs:
                 stdout.print(escape(diff), end="")
             verb = "stale" if result.stale else "up to date"
-            for p in (*result.written, *result.removed):
+            for p in (*written, *removed):
                 stdout.print(f"[yellow]stale:[/] {escape(display_path(p))}")
             stdout.print(f"{len(files)} CRD(s) in {escape(display_path(out_dir))}: {verb}")
             if result.stale:
                 stdout.print("run [bold]olmtool crd generate[/] to update them")
             return
-        for p in result.written:
+        for p in written:
             stdout.print(f"[green]wrote[/] {escape(display_path(p))}")
-        for p in result.removed:
+        for p in removed:
             stdout.print(f"[yellow]removed[/] {escape(display_path(p))}")
         stdout.print(
-            f"{len(files)} CRD(s) in {escape(display_path(out_dir))}: {len(result.written)} written, "
-            f"{len(result.unchanged)} unchanged, {len(result.removed)} removed"
+            f"{len(files)} CRD(s) in {escape(display_path(out_dir))}: {len(written)} written, "
+            f"{len(unchanged)} unchanged, {len(removed)} removed"
         )
 
     emit(data, output, text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -13,8 +13,10 @@ import typer
 from rich.console import Console
 
 from olmtool import yamlio
-from olmtool.errors import display_path
-from olmtool.images import Image, parse_reference, push, write_oci_layout
+from olmtool.config import ProjectNotFound
+from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
+from olmtool.findings import Finding
+from olmtool.images import ImageTarget, SavedImage
 
 # soft_wrap: one finding stays on one line however narrow the terminal (or CI log) is.
 stdout = Console(soft_wrap=True, highlight=False)
@@ -57,19 +59,54 @@ def escape(text: str) -> str:
     return rich_escape(text)
 
 
-def save_image(
-    image: Image, reference: str, layout: Path, *, push_image: bool, tag: str
-) -> dict[str, object]:
-    """Write ``image`` as an OCI layout (tagged like ``reference``, else ``tag``) and push
-    it if asked; returns what the command reports about it."""
-    ref = parse_reference(reference)
-    write_oci_layout(image, layout, ref.tag or tag)
-    if push_image:
-        with stderr.status(f"pushing {reference}"):
-            push(image, ref)
-    return {
-        "image": reference,
-        "digest": image.digest,
-        "layout": display_path(layout),
-        "pushed": push_image,
-    }
+def image_target(image: str | None, layout: Path | None, push_image: bool) -> ImageTarget | None:
+    """The --image/--layout/--push flags as an action's image target."""
+    if push_image and not image:
+        raise InputError("--push needs --image REF")
+    return ImageTarget(image, layout, push_image) if image else None
+
+
+def print_saved_image(saved: SavedImage | None, *, layout: bool = True) -> None:
+    if saved is None:
+        return
+    where = f" (OCI layout {escape(display_path(saved.layout))})" if layout else ""
+    stdout.print(f"image {escape(saved.reference)}: {saved.digest}{where}")
+    if saved.pushed and layout:
+        stdout.print(f"[green]pushed[/] {escape(saved.reference)}")
+
+
+def print_findings(findings: Iterable[Finding], *, checks: bool = True) -> None:
+    """One line per finding: severity, check id (when ``checks``), location and message."""
+    for finding in findings:
+        style = "red" if finding.severity == "error" else "yellow"
+        check = f" [dim]\\[{finding.check}][/]" if checks else ""
+        stdout.print(f"[{style}]{finding.severity}[/]{check} {escape(str(finding))}")
+
+
+def print_diffs(diffs: Iterable[str]) -> None:
+    for diff in diffs:
+        stdout.print(escape(diff), end="")
+
+
+def exit_if(failed: bool) -> None:
+    """Exit 1 (findings, staleness) once the result has been printed."""
+    if failed:
+        raise typer.Exit(1)
+
+
+# Library errors name the keyword argument; these are the flags behind them.
+FLAGS = {
+    "channels": "--channel",
+    "image": "--image",
+    "k8s_version": "--k8s-version",
+    "minimum_version": "--minimum-version",
+}
+
+
+def error_line(exc: OlmtoolError) -> str:
+    """A user error as the CLI shows it: flags instead of argument names, and a hint."""
+    if isinstance(exc, ArgumentError):
+        return f"{FLAGS.get(exc.argument, exc.argument)} {exc.message}"
+    if isinstance(exc, ProjectNotFound):
+        return f"{exc}; pass --config"
+    return str(exc)

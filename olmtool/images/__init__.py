@@ -31,17 +31,20 @@ from olmtool.images.localregistry import (
     start_registry,
 )
 from olmtool.images.reference import Reference, is_loopback, parse_reference
+from olmtool.images.save import ImageTarget, SavedImage, save_image
 
 __all__ = [
     "Blob",
     "Challenge",
     "Credentials",
     "Image",
+    "ImageTarget",
     "LocalRegistry",
     "LocalRegistryError",
     "Reference",
     "RegistryClient",
     "RegistryError",
+    "SavedImage",
     "assemble_image",
     "build_image",
     "docker_credentials",
@@ -53,6 +56,7 @@ __all__ = [
     "pull",
     "push",
     "read_oci_layout",
+    "save_image",
     "start_registry",
     "write_oci_layout",
 ]

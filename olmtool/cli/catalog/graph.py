@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -11,32 +10,18 @@ from rich import box
 from rich.table import Table
 from rich.tree import Tree
 
-from olmtool.catalog.graph import (
-    ChannelView,
-    EntryView,
-    PackageView,
-    UpgradePath,
-    mermaid,
-    package_views,
-    upgrade_paths,
-)
-from olmtool.catalog.load import load_catalog_strict
+from olmtool.actions import GraphView, catalog_graph
+from olmtool.catalog.graph import ChannelView, EntryView, PackageView, UpgradePath
 from olmtool.cli.catalog import app
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
-
-
-class GraphFormat(StrEnum):
-    tree = "tree"
-    mermaid = "mermaid"
-    paths = "paths"
 
 
 @app.command()
 def graph(
     directory: Path = typer.Argument(..., help="The catalog's root directory (or one file)."),
     package: str | None = typer.Option(None, "--package", "-p", help="Show only this package."),
-    fmt: GraphFormat = typer.Option(
-        GraphFormat.tree,
+    fmt: GraphView = typer.Option(
+        GraphView.tree,
         "--format",
         "-f",
         help="tree: channels and entries for the terminal; mermaid: what `opm alpha "
@@ -71,22 +56,21 @@ def graph(
 
       olmtool catalog graph catalog/ --format paths -o json
     """
-    if output is not OutputFormat.text and fmt is not GraphFormat.paths:
+    if output is not OutputFormat.text and fmt is not GraphView.paths:
         raise typer.BadParameter(
             f"-o {output.value} needs --format paths", param_hint="'--output' / '-o'"
         )
-    if minimum_version is not None and fmt is not GraphFormat.mermaid:
+    if minimum_version is not None and fmt is not GraphView.mermaid:
         raise typer.BadParameter("needs --format mermaid", param_hint="'--minimum-version'")
-    config = load_catalog_strict(directory)
-    if fmt is GraphFormat.mermaid:
-        sys.stdout.write(mermaid(config, package=package, minimum_version=minimum_version))
-    elif fmt is GraphFormat.tree:
-        for view in package_views(config, package=package):
+    graph = catalog_graph(directory, view=fmt, package=package, minimum_version=minimum_version)
+    if fmt is GraphView.mermaid:
+        sys.stdout.write(graph.mermaid)
+    elif fmt is GraphView.tree:
+        for view in graph.packages:
             # soft_wrap=False: long entries wrap inside the tree instead of being cropped.
             stdout.print(_package_tree(view), soft_wrap=False)
     else:
-        paths = upgrade_paths(config, package=package)
-        emit([p.as_dict() for p in paths], output, lambda: _print_paths(paths))
+        emit([p.as_dict() for p in graph.paths], output, lambda: _print_paths(graph.paths))
 
 
 # --- tree ---------------------------------------------------------------------------------------

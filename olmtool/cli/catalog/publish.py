@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from olmtool.catalog.publish import add_bundle, catalog_image, publish
+from olmtool.actions import CatalogPublishResult, catalog_add, catalog_publish
 from olmtool.catalog.render import BundlePayload
 from olmtool.catalog.write import CatalogFormat
 from olmtool.cli.catalog import app
@@ -16,12 +16,15 @@ from olmtool.cli.output import (
     OutputOption,
     emit,
     escape,
-    save_image,
+    exit_if,
+    image_target,
+    print_diffs,
+    print_findings,
+    print_saved_image,
     stderr,
     stdout,
 )
-from olmtool.config import load_project
-from olmtool.errors import InputError, display_path
+from olmtool.errors import display_path
 
 
 @app.command("publish")
@@ -52,55 +55,36 @@ def publish_command(
 
       olmtool catalog publish --image 127.0.0.1:5000/olmtool/etcd-catalog:latest --push
     """
-    if push_image and not image:
-        raise InputError("--push needs --image REF")
-    project = load_project(config)
-    settings = project.settings.catalog
-    if settings is None:
-        raise InputError("has no catalog section (catalog: {packages: [...]})", path=project.file)
-    with stderr.status("rendering bundles"):
-        result = publish(settings, project.root, check=check)
-    data: dict[str, object] = {
-        "catalog": display_path(result.root),
-        "check": check,
-        "stale": result.stale,
-        "packages": {
-            name: {"added": d.added, "modified": d.modified, "removed": d.removed}
-            for name, d in result.packages.items()
-        },
-        "dockerfile": display_path(result.dockerfile) if result.dockerfile else None,
-        "warnings": [w.as_dict() for w in result.warnings],
-    }
-    if image:
-        data.update(_image(result.root, image, layout, push_image))
-
-    def text() -> None:
-        for warning in result.warnings:
-            stdout.print(f"[yellow]warning[/] [dim]\\[{warning.check}][/] {escape(str(warning))}")
-        for name, difference in result.packages.items():
-            if check:
-                for diff in difference.diffs:
-                    stdout.print(escape(diff), end="")
-            state = "stale" if difference.stale else "up to date"
-            verb = state if check else ("written" if difference.stale else "unchanged")
-            stdout.print(f"package {escape(name)}: {verb}")
-        if result.dockerfile:
-            state = "stale" if result.dockerfile_stale else "up to date"
-            verb = state if check else ("written" if result.dockerfile_stale else "unchanged")
-            stdout.print(f"{escape(display_path(result.dockerfile))}: {verb}")
-        if check and result.stale:
-            stdout.print("run [bold]olmtool catalog publish[/] to update it")
-        if image:
-            stdout.print(f"image {escape(image)}: {data['digest']}")
-
-    emit(data, output, text)
-    if check and result.stale:
-        raise typer.Exit(1)
+    with stderr.status("publishing") as spinner:
+        result = catalog_publish(
+            config=config,
+            check=check,
+            image=image_target(image, layout, push_image),
+            progress=spinner.update,
+        )
+    emit(result.as_dict(), output, lambda: _print_publish(result))
+    exit_if(result.failed)
 
 
-def _image(root: Path, reference: str, layout: Path | None, push_image: bool) -> dict[str, object]:
-    target = layout or Path("build/oci/catalog")
-    return save_image(catalog_image(root), reference, target, push_image=push_image, tag="latest")
+def _state(stale: bool, check: bool) -> str:
+    if check:
+        return "stale" if stale else "up to date"
+    return "written" if stale else "unchanged"
+
+
+def _print_publish(result: CatalogPublishResult) -> None:
+    published, check = result.publish, result.check
+    print_findings(published.warnings)
+    for name, difference in published.packages.items():
+        if check:
+            print_diffs(difference.diffs)
+        stdout.print(f"package {escape(name)}: {_state(difference.stale, check)}")
+    if published.dockerfile:
+        where = escape(display_path(published.dockerfile))
+        stdout.print(f"{where}: {_state(published.dockerfile_stale, check)}")
+    if check and published.stale:
+        stdout.print("run [bold]olmtool catalog publish[/] to update it")
+    print_saved_image(result.image, layout=False)
 
 
 @app.command("add")
@@ -131,23 +115,14 @@ def add_command(
           --image localhost:5000/olmtool/etcd-operator-bundle:0.3.0
     """
     payload = BundlePayload.csv_metadata if csv_metadata else BundlePayload.objects
-    config, difference = add_bundle(
-        catalog, bundle, image=image, channels=channel or None, fmt=fmt, payload=payload
+    result = catalog_add(
+        bundle, catalog=catalog, channels=channel or (), image=image, fmt=fmt, payload=payload
     )
-    added = config.bundles[-1]
-    data = {
-        "bundle": added.name,
-        "package": added.package,
-        "channels": sorted(
-            c.name for c in config.channels if any(e.name == added.name for e in c.entries)
-        ),
-        "changed": difference.changed,
-    }
     emit(
-        data,
+        result.as_dict(),
         output,
         lambda: stdout.print(
-            f"[green]added[/] {escape(added.name)} to {escape(added.package)} "
-            f"({', '.join(data['channels'])})"
+            f"[green]added[/] {escape(result.bundle.name)} to {escape(result.bundle.package)} "
+            f"({', '.join(result.channels)})"
         ),
     )

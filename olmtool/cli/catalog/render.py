@@ -6,11 +6,10 @@ import sys
 
 import typer
 
-from olmtool.catalog import declcfg as dc
-from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
+from olmtool.actions import catalog_render
+from olmtool.catalog.render import BundlePayload
 from olmtool.catalog.write import CatalogFormat, render_config
 from olmtool.cli.catalog import app
-from olmtool.errors import InputError
 
 
 @app.command("render")
@@ -39,13 +38,5 @@ def render_command(
       olmtool catalog render 127.0.0.1:5000/olmtool/etcd-operator-bundle:0.3.0 --csv-metadata
     """
     payload = BundlePayload.csv_metadata if csv_metadata else BundlePayload.objects
-    if image is not None:
-        if len(sources) != 1:
-            raise InputError("--image needs exactly one bundle directory")
-        from pathlib import Path
-
-        rendered = render_bundle_dir(Path(sources[0]), image=image, payload=payload)
-        config = dc.DeclarativeConfig(bundles=[rendered.bundle])
-    else:
-        config = render(sources, payload=payload)
+    config = catalog_render(sources, payload=payload, image=image)
     sys.stdout.write(render_config(config, output))

@@ -9,10 +9,11 @@ from types import FrameType
 
 import typer
 
+from olmtool.actions import catalog_index, catalog_serve
 from olmtool.cli.catalog import app
 from olmtool.cli.output import escape, stderr, stdout
 from olmtool.errors import InputError, display_path
-from olmtool.serve import CatalogIndex, build_index, start_server
+from olmtool.serve import CatalogIndex, RunningServer
 
 
 @app.command()
@@ -59,33 +60,32 @@ def serve(
     if cache_only:
         if cache_dir is None:
             raise InputError("--cache-only needs --cache-dir")
-        index = build_index(directory, cache_dir=cache_dir)
+        index = catalog_index(directory, cache_dir=cache_dir)
         _report_index(index)
         stdout.print(f"cache in {escape(display_path(cache_dir))} is up to date")
         index.close()
         return
-    log = (lambda line: stderr.print(escape(line))) if log_requests else None
-    server = start_server(
+    stop = threading.Event()
+    catalog_serve(
         directory,
         grpc_port=port,
         http_port=http_port or None,
         host=host,
         catalog_name=catalog_name,
         cache_dir=cache_dir,
-        log=log,
+        log=(lambda line: stderr.print(escape(line))) if log_requests else None,
+        ready=lambda server: _serving(server, stop),
+        stop=stop,
     )
-    stop = threading.Event()
+    stderr.print("shutting down")
+
+
+def _serving(server: RunningServer, stop: threading.Event) -> None:
     _on_signals(stop)  # only now: until the index is built, Ctrl-C interrupts as usual
-    try:
-        index = server.index
-        _report_index(index)
-        stdout.print(f"serving api.Registry on {escape(server.grpc_address)}")
-        if server.catalog_url:
-            stdout.print(f"serving catalogd on {escape(server.catalog_url)}/api/v1/all")
-        stop.wait()
-        stderr.print("shutting down")
-    finally:
-        server.stop()
+    _report_index(server.index)
+    stdout.print(f"serving api.Registry on {escape(server.grpc_address)}")
+    if server.catalog_url:
+        stdout.print(f"serving catalogd on {escape(server.catalog_url)}/api/v1/all")
 
 
 def _report_index(index: CatalogIndex) -> None:

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import typer
 
-from olmtool.catalog.validate import error_tree_lines, validate_catalog
+from olmtool.actions import catalog_validate
+from olmtool.catalog.validate import error_tree_lines
 from olmtool.cli.catalog import app
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
+from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stdout
 from olmtool.errors import display_path
 
 
@@ -32,7 +33,7 @@ def validate(
 
       olmtool catalog validate catalog/ --strict -o json
     """
-    report = validate_catalog(directory)
+    report = catalog_validate(directory)
     passed = report.passed(strict=strict)
 
     def text() -> None:
@@ -46,5 +47,4 @@ def validate(
         )
 
     emit(report.as_dict(strict=strict), output, text)
-    if not passed:
-        raise typer.Exit(1)
+    exit_if(not passed)

@@ -1,0 +1,56 @@
+"""What olmtool does, one action per user verb, callable from Python.
+
+Each module holds one action: a typed function taking plain arguments and returning a
+typed result (what was written, findings, digests) with ``as_dict()`` for machine output,
+raising only :class:`~olmtool.errors.OlmtoolError` subclasses. The ``olmtool`` CLI parses
+arguments, calls one action and renders its result; anything it does, this does::
+
+    from olmtool.actions import bundle_build, bundle_validate, catalog_publish
+
+    built = bundle_build(check=True)          # like `olmtool bundle build --check`
+    report = bundle_validate("quay.io/example/etcd-bundle:0.3.0", select=["all"])
+    published = catalog_publish()
+
+Long actions take ``progress``, a callable that receives a line about the current step.
+"""
+
+from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
+from olmtool.actions.bundle_validate import bundle_validate
+from olmtool.actions.catalog_add import catalog_add
+from olmtool.actions.catalog_graph import CatalogGraph, GraphView, catalog_graph
+from olmtool.actions.catalog_publish import CatalogPublishResult, catalog_publish
+from olmtool.actions.catalog_render import catalog_render
+from olmtool.actions.catalog_serve import catalog_index, catalog_serve
+from olmtool.actions.catalog_validate import catalog_validate
+from olmtool.actions.cluster_down import cluster_down
+from olmtool.actions.cluster_status import (
+    ClusterStatus,
+    cluster_kubeconfig,
+    cluster_logs,
+    cluster_status,
+)
+from olmtool.actions.cluster_up import cluster_up
+from olmtool.images import ImageTarget
+
+__all__ = [
+    "BundleBuildResult",
+    "CatalogGraph",
+    "CatalogPublishResult",
+    "ClusterStatus",
+    "GraphView",
+    "ImageTarget",
+    "bundle_build",
+    "bundle_validate",
+    "catalog_add",
+    "catalog_graph",
+    "catalog_index",
+    "catalog_publish",
+    "catalog_render",
+    "catalog_serve",
+    "catalog_validate",
+    "cluster_down",
+    "cluster_kubeconfig",
+    "cluster_logs",
+    "cluster_status",
+    "cluster_up",
+]

@@ -1,0 +1,24 @@
+"""``bundle validate``: every upstream check (and more) over a bundle directory or image.
+
+>>> report = bundle_validate("bundle/etcd-operator/0.3.0", select=["all"])
+>>> report.passed(strict=True)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from olmtool.bundle.source import open_bundle
+from olmtool.bundle.validate import Report, select_suites, validate_bundle
+
+
+def bundle_validate(
+    source: str | Path, *, select: Iterable[str] = (), k8s_version: str | None = None
+) -> Report:
+    """Validate the bundle ``source`` names (a directory, OCI layout or image reference,
+    see :mod:`olmtool.bundle.source`) with the default suites plus ``select``."""
+    suites = select_suites(select)
+    with open_bundle(source) as bundle:
+        return validate_bundle(bundle, suites=suites, k8s_version=k8s_version)

@@ -1,0 +1,52 @@
+"""``catalog graph``: a catalog's upgrade graph as a tree, as Mermaid, or as OLM's paths.
+
+>>> graph = catalog_graph("catalog/", view=GraphView.paths)
+>>> [p.v0_status for p in graph.paths][:1]
+['reaches-head']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from olmtool.catalog.graph import PackageView, UpgradePath, mermaid, package_views, upgrade_paths
+from olmtool.catalog.load import load_catalog_strict
+from olmtool.errors import ArgumentError
+
+
+class GraphView(StrEnum):
+    tree = "tree"  # channels and entries (package_views), for a terminal tree
+    mermaid = "mermaid"  # what `opm alpha render-graph` prints
+    paths = "paths"  # the upgrades OLM v0 and OLM v1 would make from every bundle
+
+
+@dataclass
+class CatalogGraph:
+    """One view of the graph: ``mermaid`` text, ``packages`` or ``paths``, as asked."""
+
+    view: GraphView
+    mermaid: str = ""
+    packages: list[PackageView] = field(default_factory=list)
+    paths: list[UpgradePath] = field(default_factory=list)
+
+
+def catalog_graph(
+    directory: str | Path,
+    *,
+    view: GraphView = GraphView.tree,
+    package: str | None = None,
+    minimum_version: str | None = None,
+) -> CatalogGraph:
+    """Load the catalog and draw ``view`` of it (of ``package`` only, when named);
+    ``minimum_version`` leaves older bundles out of the Mermaid view."""
+    if minimum_version is not None and view is not GraphView.mermaid:
+        raise ArgumentError("needs the mermaid view", argument="minimum_version")
+    config = load_catalog_strict(directory)
+    if view is GraphView.mermaid:
+        text = mermaid(config, package=package, minimum_version=minimum_version)
+        return CatalogGraph(view, mermaid=text)
+    if view is GraphView.tree:
+        return CatalogGraph(view, packages=package_views(config, package=package))
+    return CatalogGraph(view, paths=upgrade_paths(config, package=package))

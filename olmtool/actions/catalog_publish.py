@@ -1,0 +1,72 @@
+"""``catalog publish``: write ``catalog/<package>/`` from olmtool.yaml, and the catalog image.
+
+>>> result = catalog_publish(check=True)
+>>> result.publish.stale
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from olmtool.actions._project import project_section
+from olmtool.catalog.publish import PublishResult, catalog_image, publish
+from olmtool.errors import display_path
+from olmtool.images import ImageTarget, SavedImage, save_image
+
+DEFAULT_LAYOUT = Path("build/oci/catalog")
+
+
+@dataclass
+class CatalogPublishResult:
+    publish: PublishResult
+    check: bool
+    image: SavedImage | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Only a ``check`` fails, when the catalog on disk is stale."""
+        return self.check and self.publish.stale
+
+    def as_dict(self) -> dict[str, object]:
+        result = self.publish
+        data: dict[str, object] = {
+            "catalog": display_path(result.root),
+            "check": self.check,
+            "stale": result.stale,
+            "packages": {
+                name: {"added": d.added, "modified": d.modified, "removed": d.removed}
+                for name, d in result.packages.items()
+            },
+            "dockerfile": display_path(result.dockerfile) if result.dockerfile else None,
+            "warnings": [w.as_dict() for w in result.warnings],
+        }
+        if self.image:
+            data.update(self.image.as_dict())
+        return data
+
+
+def catalog_publish(
+    *,
+    config: Path | None = None,
+    check: bool = False,
+    image: ImageTarget | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> CatalogPublishResult:
+    """Render, validate and write every package of the project's ``catalog:`` section
+    (or, with ``check``, only compare); with ``image``, also save the catalog image."""
+    project, settings = project_section(config, "catalog")
+    if progress:
+        progress("rendering bundles")
+    result = CatalogPublishResult(publish(settings, project.root, check=check), check)
+    if image:
+        result.image = save_image(
+            catalog_image(result.publish.root),
+            image,
+            default_layout=DEFAULT_LAYOUT,
+            default_tag="latest",
+            progress=progress,
+        )
+    return result

@@ -1,0 +1,16 @@
+"""``catalog validate``: opm's checks, plus the graph checks opm misses.
+
+>>> catalog_validate("catalog/").passed(strict=True)
+True
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from olmtool.catalog.validate import Report, validate_catalog
+
+
+def catalog_validate(directory: str | Path) -> Report:
+    """Load the catalog under ``directory`` (or one file) and check it."""
+    return validate_catalog(directory)

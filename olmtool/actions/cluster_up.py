@@ -1,0 +1,27 @@
+"""``cluster up``: a local cluster (control plane, controllers, registry, node agent).
+
+>>> cluster = cluster_up("ci", registry_port=0)
+>>> cluster.kubeconfig
+'/root/.local/state/olmtool/clusters/ci/kubeconfig'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from olmtool.cluster import local
+
+
+def cluster_up(
+    name: str = local.DEFAULT_NAME,
+    *,
+    registry_port: int | None = local.DEFAULT_REGISTRY_PORT,
+    node: bool = True,
+    timeout: float = 120.0,
+    progress: Callable[[str], None] | None = None,
+) -> local.Cluster:
+    """Start the cluster ``name`` (nothing to do when it runs); ``registry_port`` None
+    runs no registry, 0 any free port; ``node`` False starts the control plane only."""
+    return local.up(
+        name, registry_port=registry_port, node=node, timeout=timeout, progress=progress
+    )

@@ -1,0 +1,61 @@
+"""Saving a built image: an OCI layout on disk, then (if asked) a push to its registry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from olmtool.errors import display_path
+from olmtool.images.distribution import push
+from olmtool.images.image import Image, write_oci_layout
+from olmtool.images.reference import parse_reference
+
+
+@dataclass(frozen=True)
+class ImageTarget:
+    """Where a command should put the image it builds: ``reference`` names it (and its
+    tag), ``layout`` is the OCI layout directory (None: the command's default), ``push``
+    uploads it to the reference's registry too."""
+
+    reference: str
+    layout: Path | None = None
+    push: bool = False
+
+
+@dataclass(frozen=True)
+class SavedImage:
+    """An image written as an OCI layout, and pushed when ``pushed``."""
+
+    reference: str
+    digest: str
+    layout: Path
+    pushed: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "image": self.reference,
+            "digest": self.digest,
+            "layout": display_path(self.layout),
+            "pushed": self.pushed,
+        }
+
+
+def save_image(
+    image: Image,
+    target: ImageTarget,
+    *,
+    default_layout: Path,
+    default_tag: str,
+    progress: Callable[[str], None] | None = None,
+) -> SavedImage:
+    """Write ``image`` as an OCI layout tagged like the reference (else ``default_tag``),
+    then push it when the target asks to."""
+    ref = parse_reference(target.reference)
+    layout = target.layout or default_layout
+    write_oci_layout(image, layout, ref.tag or default_tag)
+    if target.push:
+        if progress:
+            progress(f"pushing {target.reference}")
+        push(image, ref)
+    return SavedImage(target.reference, image.digest, layout, target.push)
