@@ -1,7 +1,8 @@
-"""The validated view of a catalog: channel graphs, heads, upgrade edges.
+"""Channel graphs: heads and upgrade edges (replaces, skips, skipRange).
 
-Pure functions over :mod:`olmtool.catalog.declcfg` objects; validation
-(:mod:`olmtool.catalog.validate`) and the registry server build on them.
+Pure functions over anything shaped like a channel (:class:`olmtool.catalog.declcfg.Channel`
+or the model's resolved :class:`~olmtool.catalog.model.types.Channel`): its ``entries``
+have ``name``, ``replaces``, ``skips`` and ``skip_range``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import contextlib
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 import semver
 
@@ -18,7 +19,27 @@ from olmtool.catalog import declcfg as dc
 from olmtool.versions import parse_range, parse_version
 
 
-def channel_heads(channel: dc.Channel) -> list[str]:
+class EntryLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def replaces(self) -> str: ...
+    @property
+    def skips(self) -> Iterable[str]: ...
+    @property
+    def skip_range(self) -> str: ...
+
+
+class ChannelLike(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def package(self) -> str: ...
+    @property
+    def entries(self) -> Iterable[EntryLike]: ...
+
+
+def channel_heads(channel: ChannelLike) -> list[str]:
     """Entries no other entry replaces or skips (skipRange ignored, as in opm), in order."""
     incoming: set[str] = set()
     for entry in channel.entries:
@@ -28,7 +49,7 @@ def channel_heads(channel: dc.Channel) -> list[str]:
     return [e.name for e in channel.entries if e.name not in incoming]
 
 
-def channel_head(channel: dc.Channel) -> str:
+def channel_head(channel: ChannelLike) -> str:
     """The one head of a channel; ValueError when there are none or several."""
     heads = sorted(set(channel_heads(channel)))
     if len(heads) != 1:
@@ -70,7 +91,7 @@ def bundle_versions(
 
 
 def upgrade_edges(
-    channel: dc.Channel, bundles: Mapping[str, dc.Bundle] | Iterable[dc.Bundle]
+    channel: ChannelLike, bundles: Mapping[str, dc.Bundle] | Iterable[dc.Bundle]
 ) -> list[Edge]:
     """Every upgrade edge of ``channel``, in entry order; per entry: replace, skips, skipRange.
 
@@ -82,8 +103,13 @@ def upgrade_edges(
     """
     if not isinstance(bundles, Mapping):
         bundles = [b for b in bundles if b.package == channel.package]
-    versions = bundle_versions(bundles)
-    entry_versions = [(e.name, versions.get(e.name)) for e in channel.entries]
+    return entry_edges(channel.entries, bundle_versions(bundles))
+
+
+def entry_edges(entries: Iterable[EntryLike], versions: Mapping[str, semver.Version]) -> list[Edge]:
+    """:func:`upgrade_edges` of a channel's ``entries``, given the versions of its bundles."""
+    entries = list(entries)
+    entry_versions = [(e.name, versions.get(e.name)) for e in entries]
     edges: list[Edge] = []
     seen: set[tuple[str, str, str]] = set()
 
@@ -93,7 +119,7 @@ def upgrade_edges(
             seen.add(key)
             edges.append(edge)
 
-    for entry in channel.entries:
+    for entry in entries:
         if entry.replaces:
             add(Edge(entry.replaces, entry.name, "replace"))
         for skipped in entry.skips:

@@ -1,0 +1,59 @@
+"""opm's "invalid index" error tree: findings grouped by package, then channel or bundle.
+
+``opm validate`` prints its errors this way, and ``-o json`` puts the same text under
+``error.message``; olmtool adds each finding's check id and file:line to its leaf.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from olmtool.catalog.findings import Finding
+
+
+def error_tree(findings: list[Finding]) -> dict[str, Any]:
+    """{package: {scope: [finding]}} with "" for catalog-level and package-level entries."""
+    tree: dict[str, dict[str, list[Finding]]] = {}
+    for finding in findings:
+        tree.setdefault(finding.package or "", {}).setdefault(finding.scope or "", []).append(
+            finding
+        )
+    return tree
+
+
+def _leaf(finding: Finding) -> str:
+    where = f" ({finding.location})" if finding.location else ""
+    marker = "" if finding.severity == "error" else "warning: "
+    return f"{marker}{finding.message} [{finding.check}]{where}"
+
+
+def error_tree_lines(findings: list[Finding]) -> list[str]:
+    """opm's "invalid index" tree: package, then channel/bundle, then the messages."""
+    lines = ["invalid index:"]
+
+    def branch(items: list[tuple[str, Any]], prefix: str) -> None:
+        for index, (label, children) in enumerate(items):
+            last = index == len(items) - 1
+            lines.append(f"{prefix}{'└── ' if last else '├── '}{label}")
+            if children:
+                branch(children, prefix + ("    " if last else "│   "))
+
+    top: list[tuple[str, Any]] = []
+    for package, scopes in error_tree(findings).items():
+        children: list[tuple[str, Any]] = []
+        for scope, items in scopes.items():
+            leaves = [(_leaf(f), None) for f in items]
+            if scope:
+                children.append((f"invalid {scope}:", leaves))
+            else:
+                children.extend(leaves)
+        if package:
+            top.append((f'invalid package "{package}":', children))
+        else:
+            top.extend(children)
+    branch(top, "")
+    return lines
+
+
+def error_tree_text(findings: list[Finding]) -> str:
+    return "\n".join(error_tree_lines(findings))
