@@ -6,6 +6,7 @@ import difflib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ class TreeDiff:
     added: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
     diffs: list[str] = field(default_factory=list)
 
     @property
@@ -56,25 +58,42 @@ def read_tree(directory: Path) -> dict[str, str]:
 
 def diff_tree(directory: Path, files: dict[str, str]) -> TreeDiff:
     """Compare ``directory`` with ``files`` (relative path -> text), with unified diffs."""
-    current = read_tree(directory)
+    return diff_files(directory, files, read_tree(directory))
+
+
+def diff_files(
+    directory: Path,
+    files: dict[str, str],
+    current: dict[str, str],
+    names: Iterable[str] | None = None,
+) -> TreeDiff:
+    """Compare ``current`` (what ``directory`` holds) with ``files`` (what it should hold).
+
+    ``names`` orders the comparison (and so the lists and diffs); by default every name of
+    either side, sorted.
+    """
     result = TreeDiff(directory)
-    for name in sorted(set(files) | set(current)):
+    for name in sorted(set(files) | set(current)) if names is None else names:
         old, new = current.get(name), files.get(name)
         if old == new:
+            result.unchanged.append(name)
             continue
         bucket = result.added if old is None else result.removed if new is None else result.modified
         bucket.append(name)
-        result.diffs.append(
-            "".join(
-                difflib.unified_diff(
-                    (old or "").splitlines(keepends=True),
-                    (new or "").splitlines(keepends=True),
-                    fromfile=f"{directory / name} (on disk)",
-                    tofile=f"{directory / name} (generated)",
-                )
-            )
-        )
+        result.diffs.append(unified_diff(directory / name, old or "", new or ""))
     return result
+
+
+def unified_diff(path: Path, old: str, new: str) -> str:
+    """A diff from ``path`` as it is on disk to the text generated for it."""
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"{path} (on disk)",
+            tofile=f"{path} (generated)",
+        )
+    )
 
 
 def write_tree(directory: Path, files: dict[str, str]) -> None:

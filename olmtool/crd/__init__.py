@@ -22,7 +22,6 @@ then ``olmtool crd generate`` (or :func:`generate_crds`) writes the CRD, and
 from olmtool.crd.generate import (
     GeneratedFile,
     LoadedResource,
-    SyncResult,
     generate_crds,
     load_resources,
     render_crd,
@@ -71,7 +70,6 @@ __all__ = [
     "Rule",
     "Scale",
     "Schema",
-    "SyncResult",
     "Version",
     "Violation",
     "check_crd",

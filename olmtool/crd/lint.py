@@ -3,83 +3,78 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from olmtool import yamlio
-from olmtool.crd.structural import Severity, check_crd
+from olmtool.crd.structural import check_crd
 from olmtool.errors import InputError, display_path
+from olmtool.findings import Finding as BaseFinding
+from olmtool.findings import Findings
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+CHECK = "crd/schema"  # the name bundle validation gives the same checks
 
 
 @dataclass(frozen=True)
-class Finding:
-    """A violation located in a file: ``file:line: path: message``."""
+class Finding(BaseFinding):
+    """A violation located in a file: ``file:line: path: message``; ``path`` is the JSON
+    path in the apiserver's notation."""
 
-    file: str
-    line: int | None
-    path: str
-    message: str
-    severity: Severity
+    path: str = ""
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.path}: {self.message}"
+        return f"{self.location}: {self.path}: {self.message}"
 
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, Any]:
+        # `olmtool crd validate -o json` has never reported the check: keep its keys stable
+        return {
+            "file": self.file,
+            "line": self.line,
+            "path": self.path,
+            "message": self.message,
+            "severity": self.severity,
+        }
 
 
-@dataclass(frozen=True)
-class LintResult:
-    findings: list[Finding]
-    crds_checked: int
+@dataclass
+class LintResult(Findings):
+    """The findings of :func:`check_crd_files` and how many CRDs they cover."""
 
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity == "warning"]
+    crds_checked: int = 0
 
 
 def check_crd_files(paths: Sequence[Path]) -> LintResult:
     """Check every CustomResourceDefinition in the given files and directories."""
-    findings: list[Finding] = []
-    checked = 0
+    result = LintResult()
     for file, explicit in _manifest_files(paths):
-        documents = yamlio.load_all(file)
+        where = display_path(file)
         crds = [
             d
-            for d in documents
+            for d in yamlio.load_all(file)
             if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"
         ]
         if explicit and not crds:
-            findings.append(
+            result.findings.append(
                 Finding(
-                    display_path(file),
-                    1,
-                    "kind",
-                    "no CustomResourceDefinition in this file",
-                    "error",
+                    CHECK, "error", "no CustomResourceDefinition in this file", where, 1, "kind"
                 )
             )
         for crd in crds:
-            checked += 1
-            for violation in check_crd(crd):
-                line = yamlio.line_at(crd, violation.path)
-                findings.append(
-                    Finding(
-                        display_path(file),
-                        line,
-                        violation.path,
-                        violation.message,
-                        violation.severity,
-                    )
+            result.crds_checked += 1
+            result.findings.extend(
+                Finding(
+                    CHECK,
+                    violation.severity,
+                    violation.message,
+                    where,
+                    yamlio.line_at(crd, violation.path),
+                    violation.path,
                 )
-    return LintResult(findings, checked)
+                for violation in check_crd(crd)
+            )
+    return result
 
 
 def _manifest_files(paths: Sequence[Path]) -> Iterator[tuple[Path, bool]]:
