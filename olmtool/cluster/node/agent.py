@@ -1,6 +1,7 @@
 """The node agent: olmtool's own kubelet. It registers a Node, keeps it Ready (status
 heartbeat and a Lease in ``kube-node-lease``), runs the Pods bound to it as local
-processes (:mod:`.pods`) and runs the volume provisioner (:mod:`.provisioner`).
+processes (a :class:`~.worker.PodWorker` each, which sees the agent as a
+:class:`~.host.PodHost`) and runs the volume provisioner (:mod:`.provisioner`).
 
 >>> agent = NodeAgent(plane.kubeconfig, state_dir)
 >>> agent.start()      # returns once the Node is registered and Ready
@@ -17,29 +18,30 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from olmtool import __version__
 from olmtool.cluster.assets import KUBERNETES_VERSION
 from olmtool.cluster.node import process
+from olmtool.cluster.node.containers import grace_period
+from olmtool.cluster.node.env import apiserver_env
+from olmtool.cluster.node.host import NodeSettings
 from olmtool.cluster.node.kube import (
     STRATEGIC_PATCH,
     Kube,
+    PodApi,
     Streams,
     now,
     now_micro,
-    parse_time,
     status_of,
     watch_forever,
 )
 from olmtool.cluster.node.network import IPAllocator, render_hosts, write_in_place
-from olmtool.cluster.node.pods import PodWorker
 from olmtool.cluster.node.provisioner import Provisioner
-from olmtool.cluster.node.runtime import ImageResolver
-from olmtool.cluster.node.volumes import VolumeError
+from olmtool.cluster.node.runtime import ImageResolver, ResolvedImage
+from olmtool.cluster.node.worker import PodWorker
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,8 @@ class NodeAgent:
         self.allocatable: dict[str, str] = {}
         self.ca_bytes = b""
         self.kube: Kube
+        self.api: PodApi  # what Pod workers ask the apiserver
+        self.settings: NodeSettings  # what Pod workers know of the node
         self.provisioner: Provisioner | None = None
         self.started = False
         self.ready_at: float | None = None
@@ -121,6 +125,16 @@ class NodeAgent:
         ca = self.kube.ca_file
         self.ca_bytes = Path(ca).read_bytes() if ca and Path(ca).is_file() else b""
         self.allocatable = self._capacity()
+        self.api = PodApi(self.kube)
+        self.settings = NodeSettings(
+            state_dir=self.state_dir,
+            host_ip=self.host_ip,
+            isolated=self.isolated,
+            backoff_base=self.backoff_base,
+            allocatable=self.allocatable,
+            ca_bytes=self.ca_bytes,
+            service_env=apiserver_env(self.kube.server),
+        )
         self.register()
         self.provisioner = Provisioner(self.kube, self.state_dir, self.streams)
         self.provisioner.start()
@@ -145,7 +159,7 @@ class NodeAgent:
         with self._workers_lock:
             workers = list(self.workers.values())
         for worker in workers:
-            grace = min(worker._grace(worker.current_pod()), self.stop_grace)
+            grace = min(grace_period(worker.current_pod()), self.stop_grace)
             worker.shutdown(grace)
         deadline = time.monotonic() + self.stop_grace + 20
         for worker in workers:
@@ -410,9 +424,31 @@ class NodeAgent:
                 while len(self._finished) > 10000:
                     del self._finished[next(iter(self._finished))]
 
+    # -- the PodHost of the workers (and nothing else of the agent is theirs) ----------
+
+    def resolve_image(self, image: str, pull_policy: str | None) -> ResolvedImage:
+        return self.images.resolve(image, pull_policy)
+
+    def allocate_ip(self, namespace: str, name: str) -> str:
+        return self.ips.allocate(namespace, name)
+
+    def hosts_changed(self, worker: PodWorker) -> None:
+        self._rewrite_hosts(worker)
+
+    def release(self, worker: PodWorker) -> None:
+        self._release_ip(worker)
+        self._rewrite_hosts(worker, removed=True)
+
+    def record_process(self, pid: int, info: Mapping[str, str]) -> None:
+        self.pids.record(pid, info)
+
+    def forget_process(self, pid: int) -> None:
+        self.pids.forget(pid)
+
     # -- networking ------------------------------------------------------------------------
 
-    def release_ip(self, worker: PodWorker) -> None:
+    def _release_ip(self, worker: PodWorker) -> None:
+        # a Pod re-created under the same name may already run and hold the address
         with self._workers_lock:
             others = [
                 w
@@ -422,7 +458,7 @@ class NodeAgent:
         if not others:
             self.ips.release(worker.namespace, worker.name)
 
-    def hosts_changed(self, changed: PodWorker, removed: bool = False) -> None:
+    def _rewrite_hosts(self, changed: PodWorker, removed: bool = False) -> None:
         """Rewrite the hosts files of the Pods on this node (those whose content changes)."""
         with self._hosts_lock:
             with self._workers_lock:
@@ -442,99 +478,6 @@ class NodeAgent:
                     write_in_place(worker.hosts_file, render_hosts(own, peers, aliases))
                 except OSError as exc:
                     log.warning("writing %s failed: %s", worker.hosts_file, exc)
-
-    def service_env(self) -> dict[str, str]:
-        """``KUBERNETES_SERVICE_HOST``/``PORT``: in-cluster clients reach the apiserver on
-        loopback (its certificate covers 127.0.0.1)."""
-        url = urlparse(self.kube.server)
-        host = url.hostname or HOST_IP
-        port = str(url.port or 443)
-        return {
-            "KUBERNETES_SERVICE_HOST": host,
-            "KUBERNETES_SERVICE_PORT": port,
-            "KUBERNETES_SERVICE_PORT_HTTPS": port,
-            "KUBERNETES_PORT": f"tcp://{host}:{port}",
-            f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
-            f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
-            f"KUBERNETES_PORT_{port}_TCP_PORT": port,
-            f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
-        }
-
-    # -- lookups for Pod workers -------------------------------------------------------------
-
-    def get_configmap(self, namespace: str, name: str) -> JSON | None:
-        return self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
-
-    def get_secret(self, namespace: str, name: str) -> JSON | None:
-        return self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/secrets/{name}")
-
-    def service_account_automount(self, namespace: str, name: str) -> bool:
-        try:
-            account = self.kube.get_or_none(
-                f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}"
-            )
-        except Exception:
-            return True
-        if account is None:
-            return True
-        return account.get("automountServiceAccountToken") is not False
-
-    def claim_path(self, namespace: str, claim: str) -> Path:
-        pvc = self.kube.get_or_none(
-            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}"
-        )
-        if pvc is None:
-            raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
-        if (pvc.get("status") or {}).get("phase") != "Bound":
-            raise VolumeError(f'persistentvolumeclaim "{claim}" is not bound yet')
-        name = (pvc.get("spec") or {}).get("volumeName")
-        pv = self.kube.get_or_none(f"/api/v1/persistentvolumes/{name}")
-        if pv is None:
-            raise VolumeError(f'persistentvolume "{name}" not found')
-        spec = pv.get("spec") or {}
-        source = spec.get("hostPath") or spec.get("local")
-        if not source or not source.get("path"):
-            raise VolumeError(f"persistentvolume {name}: only hostPath and local volumes work here")
-        path = Path(str(source["path"]))
-        if not path.is_dir():
-            if "hostPath" in spec and spec["hostPath"].get("type") in (
-                None,
-                "",
-                "DirectoryOrCreate",
-            ):
-                path.mkdir(parents=True, exist_ok=True)
-            else:
-                raise VolumeError(f"persistentvolume {name}: {path} is not a directory")
-        return path
-
-    def request_token(
-        self, namespace: str, account: str, source: JSON, pod: JSON
-    ) -> tuple[str, float]:
-        """A TokenRequest token for the Pod's service account, bound to the Pod."""
-        expiration = int(source.get("expirationSeconds") or 3600)
-        spec: JSON = {
-            "expirationSeconds": expiration,
-            "boundObjectRef": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod["metadata"]["name"],
-                "uid": pod["metadata"]["uid"],
-            },
-        }
-        if source.get("audience"):
-            spec["audiences"] = [str(source["audience"])]
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
-        try:
-            answer = self.kube.create(path, body)
-        except Exception as exc:
-            raise VolumeError(f"token for service account {namespace}/{account}: {exc}") from None
-        status = answer.get("status") or {}
-        expires = parse_time(status.get("expirationTimestamp"))
-        lifetime = float(expiration)
-        if expires is not None:
-            lifetime = max(expires.timestamp() - time.time(), 60.0)
-        return str(status.get("token") or ""), lifetime
 
     # -- events ------------------------------------------------------------------------------
 

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlparse
 
-from olmtool.errors import OlmtoolError
+from olmtool.errors import InternalError
 
 JSON = dict[str, Any]
 Lookup = Callable[[str, str], "JSON | None"]
@@ -22,7 +23,7 @@ _FIELD_MAP = re.compile(r"^metadata\.(labels|annotations)\[['\"](.+)['\"]\]$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
-class ConfigError(OlmtoolError):
+class ConfigError(InternalError):
     """A container's configuration cannot be built (kubelet: CreateContainerConfigError)."""
 
 
@@ -245,3 +246,22 @@ def data_bytes(obj: JSON, kind: str) -> dict[str, bytes]:
     for key, value in (obj.get("data") or {}).items():
         out[key] = str(value).encode()
     return out
+
+
+def apiserver_env(server: str) -> dict[str, str]:
+    """``KUBERNETES_SERVICE_HOST``/``PORT`` and the rest of the ``kubernetes`` Service's
+    variables, pointing at ``server`` itself (there is no ClusterIP routing here, and the
+    apiserver's certificate covers 127.0.0.1), so in-cluster clients work."""
+    url = urlparse(server)
+    host = url.hostname or "127.0.0.1"
+    port = str(url.port or 443)
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        "KUBERNETES_PORT": f"tcp://{host}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+    }

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from olmtool.errors import InternalError
+
 CLUSTER_DOMAIN = "cluster.local"
 MAX_HOSTNAME = 63
 # 127.1.0.1 - 127.254.255.254: clear of 127.0.0.0/24 where the host's own services live.
@@ -33,7 +35,7 @@ _FIRST = int(ipaddress.IPv4Address("127.1.0.0"))
 _SIZE = 254 * 256 * 254  # second octet 1-254, third 0-255, fourth 1-254
 
 
-class AddressesExhausted(RuntimeError):
+class AddressesExhausted(InternalError):
     """Every loopback address of the pool is taken."""
 
 

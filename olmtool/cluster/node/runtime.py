@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from olmtool.errors import OlmtoolError
+from olmtool.errors import InternalError, OlmtoolError
 from olmtool.images import Reference, RegistryClient, is_loopback, parse_reference, pull
 from olmtool.images.image import digest_of
 
@@ -53,7 +53,7 @@ _PYTHON = re.compile(r"^python(3(\.\d+)?)?$")
 _PYTHON_DIRS = ("app", "usr", "opt", "venv", "home", "root", "srv", "workspace")
 
 
-class ImageError(OlmtoolError):
+class ImageError(InternalError):
     """The image cannot be pulled or mapped to anything runnable here."""
 
 

@@ -1,11 +1,14 @@
 """Pure Pod-status logic: restart back-off, restart decisions, phase and conditions, as
-kubelet computes them."""
+kubelet computes them, and the whole ``status`` of a Pod rendered from its containers'
+states (:func:`pod_status`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from olmtool.cluster.node.state import CRASH_LOOP, CREATING, ContainerPhase, ContainerState
 
 JSON = dict[str, Any]
 
@@ -55,6 +58,11 @@ def should_restart(restart_policy: str, exit_code: int) -> bool:
 def should_restart_init(restart_policy: str, exit_code: int) -> bool:
     """Init containers are re-run until they succeed, unless the policy is Never."""
     return exit_code != 0 and restart_policy != "Never"
+
+
+def will_restart(restart_policy: str, exit_code: int, init: bool) -> bool:
+    check = should_restart_init if init else should_restart
+    return check(restart_policy, exit_code)
 
 
 def _terminated(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -186,3 +194,109 @@ def with_transition_times(
 def exit_code_of(returncode: int) -> int:
     """A shell-style exit code: a process killed by signal N exits 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+# -- rendering ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodContext:
+    """What a Pod's status needs besides its containers' states."""
+
+    name: str
+    namespace: str
+    uid: str
+    restart_policy: str = "Always"
+    host_ip: str = ""
+    pod_ip: str = ""
+    start_time: str | None = None
+    readiness_gates: Sequence[Mapping[str, Any]] = ()
+    # the Pod's conditions as stored: readiness-gate conditions are set by others
+    conditions: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}_{self.namespace}({self.uid})"
+
+
+def container_status(c: ContainerState, pod: PodContext, pod_initialized: bool) -> JSON:
+    """One entry of ``containerStatuses`` (or ``initContainerStatuses``)."""
+    status: JSON = {
+        "name": c.name,
+        "image": c.image,
+        "imageID": c.image_id,
+        "restartCount": c.restart_count,
+        "ready": c.running and c.ready,
+        "started": c.running and c.started,
+        "lastState": {},
+    }
+    last = c.previous
+    if c.phase is ContainerPhase.RUNNING:
+        status["state"] = {"running": {"startedAt": c.started_at}}
+        status["containerID"] = f"olmtool://{c.pid}"
+    elif c.phase is ContainerPhase.TERMINATED and c.termination is not None:
+        status["state"] = {"terminated": c.termination.to_json()}
+    elif c.termination is not None:  # waiting to be restarted
+        status["state"] = {"waiting": _restart_waiting(c, pod)}
+        last = c.termination
+    else:
+        status["state"] = {"waiting": _first_waiting(c, pod_initialized)}
+    if c.phase is not ContainerPhase.RUNNING and c.termination and c.termination.container_id:
+        status["containerID"] = c.termination.container_id
+    if last is not None:
+        status["lastState"] = {"terminated": last.to_json()}
+    return status
+
+
+def _restart_waiting(c: ContainerState, pod: PodContext) -> JSON:
+    if c.reason not in ("", CREATING, CRASH_LOOP):  # an image or configuration problem
+        return {"reason": c.reason, "message": c.message}
+    message = (
+        f"back-off {max(0.0, c.backoff):g}s restarting failed container={c.name} pod={pod.ref}"
+    )
+    return {"reason": CRASH_LOOP, "message": message}
+
+
+def _first_waiting(c: ContainerState, pod_initialized: bool) -> JSON:
+    reason = c.reason or CREATING
+    if not c.init and not pod_initialized and reason == CREATING:
+        reason = "PodInitializing"
+    waiting: JSON = {"reason": reason}
+    if c.message:
+        waiting["message"] = c.message
+    return waiting
+
+
+def pod_status(
+    init: Sequence[ContainerState],
+    containers: Sequence[ContainerState],
+    pod: PodContext,
+    *,
+    final_phase: str | None,
+    previous_conditions: Sequence[Mapping[str, Any]],
+    now: str,
+) -> JSON:
+    """The Pod's ``status`` from its containers' states. ``final_phase`` is a phase the
+    Pod reached before (it stays); ``previous_conditions`` are those reported last time
+    (their transition times are kept); ``now`` stamps the conditions that changed."""
+    init_ok = all(c.succeeded for c in init)
+    init_statuses = [container_status(c, pod, False) for c in init]
+    statuses = [container_status(c, pod, init_ok) for c in containers]
+    phase = final_phase or pod_phase(pod.restart_policy, init_statuses, statuses, len(init))
+    conditions = pod_conditions(phase, init_ok, statuses, pod.readiness_gates, pod.conditions)
+    status: JSON = {
+        "phase": phase,
+        "conditions": with_transition_times(conditions, previous_conditions, now),
+        "hostIP": pod.host_ip,
+        "podIP": pod.pod_ip,
+        "podIPs": [{"ip": pod.pod_ip}] if pod.pod_ip else [],
+        "startTime": pod.start_time,
+        "containerStatuses": statuses,
+    }
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    return status
+
+
+def finished(phase: str) -> bool:
+    return phase in ("Succeeded", "Failed")

@@ -22,12 +22,12 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from olmtool.cluster.node.env import PodFacts, data_bytes, field_value, resource_value
-from olmtool.errors import OlmtoolError
+from olmtool.errors import InternalError
 
 JSON = dict[str, Any]
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -36,7 +36,7 @@ DEFAULT_MODE = 0o644
 TOKEN_REFRESH = 0.8  # refresh a projected token after 80% of its lifetime
 
 
-class VolumeError(OlmtoolError):
+class VolumeError(InternalError):
     """A volume cannot be set up yet (missing ConfigMap, unbound claim, ...)."""
 
 
@@ -189,7 +189,14 @@ def _downward_files(items: Sequence[JSON], ctx: VolumeContext, mode: int) -> JSO
 def _token_files(source: JSON, ctx: VolumeContext) -> tuple[dict[str, tuple[bytes, int]], float]:
     spec = ctx.facts.spec
     account = str(spec.get("serviceAccountName") or "default")
-    token, lifetime = ctx.token(ctx.facts.namespace, account, source)
+    try:
+        token, lifetime = ctx.token(ctx.facts.namespace, account, source)
+    except VolumeError:
+        raise
+    except Exception as exc:  # the TokenRequest failed: the volume is not ready yet
+        raise VolumeError(
+            f"token for service account {ctx.facts.namespace}/{account}: {exc}"
+        ) from None
     path = _safe_rel(str(source.get("path") or "token"))
     return {path: (token.encode(), 0o644)}, lifetime
 
@@ -248,6 +255,37 @@ def materialise(volume: JSON, root: Path, ctx: VolumeContext) -> Volume:
         raise VolumeError(f"volume {name!r}: unsupported volume type {', '.join(kinds)}")
     atomic_write(target, files)
     return Volume(name, target, refresh_at=refresh_at)
+
+
+def claim_directory(
+    namespace: str,
+    claim: str,
+    claims: Callable[[str, str], JSON | None],
+    volumes: Callable[[str], JSON | None],
+) -> Path:
+    """The host directory of a PersistentVolumeClaim: the ``hostPath`` or ``local`` path
+    of the volume bound to it (``claims``/``volumes`` look the objects up, None when
+    missing). Raises :class:`VolumeError` while there is none."""
+    pvc = claims(namespace, claim)
+    if pvc is None:
+        raise VolumeError(f'persistentvolumeclaim "{claim}" not found')
+    if (pvc.get("status") or {}).get("phase") != "Bound":
+        raise VolumeError(f'persistentvolumeclaim "{claim}" is not bound yet')
+    name = str((pvc.get("spec") or {}).get("volumeName"))
+    pv = volumes(name)
+    if pv is None:
+        raise VolumeError(f'persistentvolume "{name}" not found')
+    spec = pv.get("spec") or {}
+    source = spec.get("hostPath") or spec.get("local")
+    if not source or not source.get("path"):
+        raise VolumeError(f"persistentvolume {name}: only hostPath and local volumes work here")
+    path = Path(str(source["path"]))
+    if path.is_dir():
+        return path
+    if "hostPath" in spec and spec["hostPath"].get("type") in (None, "", "DirectoryOrCreate"):
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    raise VolumeError(f"persistentvolume {name}: {path} is not a directory")
 
 
 def _host_path(source: JSON) -> Path:
@@ -351,15 +389,3 @@ def _pattern(targets: tuple[str, ...]) -> re.Pattern[str]:
         alternatives = "|".join(re.escape(t) for t in targets)
         _PATTERNS[targets] = re.compile(rf"(?<![\w.\-/])({alternatives})(?=/|$|[^\w.\-])")
     return _PATTERNS[targets]
-
-
-@dataclass
-class PodVolumes:
-    """The materialised volumes of one Pod."""
-
-    root: Path
-    volumes: dict[str, Volume] = field(default_factory=dict)
-
-    def due(self) -> list[str]:
-        now = time.monotonic()
-        return [v.name for v in self.volumes.values() if v.refresh_at and v.refresh_at <= now]
