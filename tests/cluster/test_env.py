@@ -9,6 +9,7 @@ import pytest
 from olmtool.cluster.node.env import (
     ConfigError,
     PodFacts,
+    apiserver_env,
     build_env,
     expand,
     expand_all,
@@ -203,3 +204,11 @@ def test_resource_field_refs() -> None:
     }
     env = env_of(container)
     assert env == {"MEM": "256", "CPU_REQ": "250", "CPU_LIMIT": "2"}  # no limit: node's cpu
+
+
+def test_apiserver_env_points_at_the_apiserver() -> None:
+    env = apiserver_env("https://127.0.0.1:6443")
+    assert env["KUBERNETES_SERVICE_HOST"] == "127.0.0.1"
+    assert env["KUBERNETES_SERVICE_PORT"] == "6443"
+    assert env["KUBERNETES_PORT_6443_TCP"] == "tcp://127.0.0.1:6443"
+    assert apiserver_env("https://localhost")["KUBERNETES_SERVICE_PORT"] == "443"

@@ -15,6 +15,7 @@ from olmtool.cluster.node.volumes import (
     VolumeError,
     atomic_write,
     can_create,
+    claim_directory,
     materialise,
     plan_mounts,
     rewrite,
@@ -242,3 +243,44 @@ def test_file_sub_path_needs_a_file_mount_point(tmp_path: Path) -> None:
 def test_can_create() -> None:
     assert can_create("/tmp/x") and can_create("/var/run/secrets/kubernetes.io/serviceaccount")
     assert not can_create("/data") and not can_create("/tmpfoo") and not can_create("/etc/x")
+
+
+def test_claim_directory(tmp_path: Path) -> None:
+    bound = {"status": {"phase": "Bound"}, "spec": {"volumeName": "pv"}}
+    claims = {"data": bound, "pending": {"status": {"phase": "Pending"}}}
+    made = tmp_path / "made"
+    volumes = {
+        "pv": {"spec": {"hostPath": {"path": str(made)}}},
+    }
+    path = claim_directory("ns", "data", lambda ns, n: claims.get(n), volumes.get)
+    assert path == made and made.is_dir()  # DirectoryOrCreate by default
+    for claim, problem in (("missing", "not found"), ("pending", "not bound yet")):
+        with pytest.raises(VolumeError, match=problem):
+            claim_directory("ns", claim, lambda ns, n: claims.get(n), volumes.get)
+    volumes["pv"] = {"spec": {"nfs": {"server": "x"}}}
+    with pytest.raises(VolumeError, match="only hostPath and local"):
+        claim_directory("ns", "data", lambda ns, n: claims.get(n), volumes.get)
+    volumes["pv"] = {"spec": {"local": {"path": str(tmp_path / "absent")}}}
+    with pytest.raises(VolumeError, match="is not a directory"):
+        claim_directory("ns", "data", lambda ns, n: claims.get(n), volumes.get)
+
+
+def test_a_failed_token_request_is_a_volume_error(tmp_path: Path) -> None:
+    def refuse(ns: str, account: str, source: dict) -> tuple[str, float]:
+        raise RuntimeError("forbidden")
+
+    ctx = context()
+    ctx.token = refuse
+    volume = {"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}}
+    with pytest.raises(VolumeError, match="token for service account ops/op: forbidden"):
+        materialise(volume, tmp_path, ctx)
+
+
+def test_runtime_errors_are_internal_errors() -> None:
+    from olmtool.cluster.node.env import ConfigError
+    from olmtool.cluster.node.network import AddressesExhausted
+    from olmtool.cluster.node.runtime import ImageError
+    from olmtool.errors import InputError, InternalError
+
+    for error in (ImageError, VolumeError, ConfigError, AddressesExhausted):
+        assert issubclass(error, InternalError) and not issubclass(error, InputError)
