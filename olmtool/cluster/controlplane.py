@@ -206,12 +206,9 @@ def start_control_plane(
     assets: Path, state_dir: Path, *, timeout: float = 90.0
 ) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-controller-manager and kube-scheduler; stopped on exit."""
-    plane = launch_apiserver(assets, state_dir, timeout=timeout)
-    try:
+    with start_apiserver(assets, state_dir, timeout=timeout) as plane:
         launch_controllers(plane, assets, timeout=timeout)
         yield plane
-    finally:
-        plane.stop()
 
 
 def launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float = 90.0) -> None:

@@ -43,12 +43,17 @@ def resolve_port(port: Any, ports: Sequence[JSON]) -> int:
     raise ValueError(f"no container port named {port!r}")
 
 
+def _target(action: JSON, host: str, ports: Sequence[JSON]) -> tuple[str, int]:
+    """The host (the action's, else the Pod IP) and port a probe or hook connects to;
+    raises ValueError for a port name the container does not have."""
+    return str(action.get("host") or host), resolve_port(action.get("port"), ports)
+
+
 def http_get(action: JSON, host: str, ports: Sequence[JSON], timeout: float) -> ProbeResult:
     try:
-        port = resolve_port(action.get("port"), ports)
+        host, port = _target(action, host, ports)
     except ValueError as exc:
         return ProbeResult(False, str(exc))
-    host = str(action.get("host") or host)
     path = str(action.get("path") or "/")
     if not path.startswith("/"):
         path = "/" + path
@@ -79,10 +84,9 @@ def http_get(action: JSON, host: str, ports: Sequence[JSON], timeout: float) -> 
 
 def tcp_socket(action: JSON, host: str, ports: Sequence[JSON], timeout: float) -> ProbeResult:
     try:
-        port = resolve_port(action.get("port"), ports)
+        host, port = _target(action, host, ports)
     except ValueError as exc:
         return ProbeResult(False, str(exc))
-    host = str(action.get("host") or host)
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return ProbeResult(True)

