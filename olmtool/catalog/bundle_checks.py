@@ -37,14 +37,17 @@ class _BundleFindings:
         self.found.append(finding(check, message, bundle.origin, bundle.package, self.scope))
 
 
-def inspect_bundle(bundle: dc.Bundle, record: Bundle) -> tuple[list[Finding], str | None]:
+def inspect_bundle(
+    bundle: dc.Bundle, record: Bundle, *, decode_objects: bool = True
+) -> tuple[list[Finding], str | None]:
     """Every finding about ``bundle`` alone, and its CSV's spec.replaces (None: no CSV).
 
     The objects are decoded once, here: CSVs are large, and the CSV's replaces is all
-    later checks need of them.
+    later checks need of them. ``decode_objects=False`` leaves them alone (no
+    olm.bundle.object finding, no CSV): the catalog server decodes them per request.
     """
     out = _BundleFindings(bundle)
-    csv_replaces = _check_properties(bundle, out)
+    csv_replaces = _check_properties(bundle, out, decode_objects=decode_objects)
     _check_package_property(bundle, record, out)
     _check_images(bundle, out)
     _check_gvks(bundle, out)
@@ -53,10 +56,14 @@ def inspect_bundle(bundle: dc.Bundle, record: Bundle) -> tuple[list[Finding], st
     return out.found, csv_replaces
 
 
-def _check_properties(bundle: dc.Bundle, out: _BundleFindings) -> str | None:
+def _check_properties(
+    bundle: dc.Bundle, out: _BundleFindings, *, decode_objects: bool
+) -> str | None:
     csv_replaces = None
     for prop in bundle.properties:
         if prop.type == dc.PROP_BUNDLE_OBJECT:
+            if not decode_objects:
+                continue
             manifest, why = props.decode_bundle_object(prop.value)
             found = f"{prop.type}: {why}" if why else None
             if manifest is not None and manifest.get("kind") == "ClusterServiceVersion":

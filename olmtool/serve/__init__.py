@@ -18,7 +18,14 @@ The wire contract is ``olmtool/serve/proto/registry.proto``.
 
 from __future__ import annotations
 
-from olmtool.serve.index import CatalogIndex, NotFoundError, build_index
+from olmtool.serve.index import CatalogIndex, InvalidCatalogError, NotFoundError, build_index
 from olmtool.serve.server import RunningServer, start_server
 
-__all__ = ["CatalogIndex", "NotFoundError", "RunningServer", "build_index", "start_server"]
+__all__ = [
+    "CatalogIndex",
+    "InvalidCatalogError",
+    "NotFoundError",
+    "RunningServer",
+    "build_index",
+    "start_server",
+]

@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -27,6 +28,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from olmtool.catalog import declcfg as dc
+from olmtool.errors import InternalError
 from olmtool.serve.index import (
     GVK,
     BundleSummary,
@@ -48,11 +50,11 @@ HIDDEN_PROPERTIES = frozenset({dc.PROP_BUNDLE_OBJECT, dc.PROP_CSV_METADATA})
 RequestLog = Callable[[str], None]
 
 
-class BadRequest(ValueError):
+class BadRequest(InternalError, ValueError):
     """A request lacks a field the RPC cannot do without."""
 
 
-class UnreadableBundleError(Exception):
+class UnreadableBundleError(InternalError):
     """A bundle's objects cannot be decoded: the catalog is broken, not the request.
 
     Objects are decoded per request (decoding all of them at start-up would double it),
@@ -398,39 +400,36 @@ class RequestLogInterceptor(grpc.ServerInterceptor):
         return handler
 
     def _wrap(self, method: str, behavior: Callable[..., Any], *, streaming: bool) -> Any:
-        def finish(context: grpc.ServicerContext, started: float, sent: int | None) -> None:
-            code = context.code() or grpc.StatusCode.OK
-            count = f" ({sent} sent)" if sent is not None else ""
-            elapsed = (time.perf_counter() - started) * 1000
-            self.log(f"rpc {method} {code.name}{count} {elapsed:.1f}ms")
-
-        if streaming:
-
-            def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                started, sent = time.perf_counter(), 0
-                try:
-                    for message in behavior(request, context):
-                        sent += 1
-                        yield message
-                except Exception:
-                    if context.code() is None:
-                        context.set_code(grpc.StatusCode.UNKNOWN)
-                    raise
-                finally:
-                    finish(context, started, sent)
-
-            return stream
-
-        def unary(request: Any, context: grpc.ServicerContext) -> Any:
+        @contextmanager
+        def logged(context: grpc.ServicerContext, sent: list[int] | None) -> Iterator[None]:
+            """Log the call when it ends; an exception nobody mapped is UNKNOWN."""
             started = time.perf_counter()
             try:
-                return behavior(request, context)
+                yield
             except Exception:
                 if context.code() is None:
                     context.set_code(grpc.StatusCode.UNKNOWN)
                 raise
             finally:
-                finish(context, started, None)
+                code = context.code() or grpc.StatusCode.OK
+                count = f" ({sent[0]} sent)" if sent is not None else ""
+                elapsed = (time.perf_counter() - started) * 1000
+                self.log(f"rpc {method} {code.name}{count} {elapsed:.1f}ms")
+
+        if streaming:
+
+            def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+                sent = [0]
+                with logged(context, sent):
+                    for message in behavior(request, context):
+                        sent[0] += 1
+                        yield message
+
+            return stream
+
+        def unary(request: Any, context: grpc.ServicerContext) -> Any:
+            with logged(context, None):
+                return behavior(request, context)
 
         return unary
 

@@ -109,7 +109,8 @@ def test_catalog_that_does_not_load_is_one_line(tmp_path: Path) -> None:
     result = olmtool("catalog", "serve", "bad", "--port", "0", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        "error: bad/catalog.json:1: olm.package blob has no name"
+        "error: bad/catalog.json:2: invalid JSON: Expecting ',' delimiter (column 13) [parse]"
+        " (and 3 more errors)"
     ]
 
 
