@@ -359,3 +359,21 @@ def test_a_previous_agents_restart_count_carries_on(host: FakeHost, run: Callabl
     run(pod)
     status = wait_for(host.api, lambda s: "running" in state_of(s), "running")
     assert status["containerStatuses"][0]["restartCount"] == 5  # its start counts
+
+
+def test_the_agent_provides_every_member_of_pod_host() -> None:
+    import inspect
+
+    from olmtool.cluster.node.agent import NodeAgent
+    from olmtool.cluster.node.host import PodHost
+
+    for name, member in vars(PodHost).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        provided = getattr(NodeAgent, name)
+        assert inspect.signature(provided).parameters.keys() == (
+            inspect.signature(member).parameters.keys()
+        ), name
+    source = inspect.getsource(NodeAgent.start)
+    for attribute in PodHost.__annotations__:  # settings, api: set once the agent starts
+        assert f"self.{attribute} = " in source

@@ -12,7 +12,7 @@ What a Pod gets, and how it differs from a real kubelet:
 
 * **Processes, not containers.** Each container is a process (in its own process group
   and, as root, its own mount and UTS namespace) running a host program: the image is
-  resolved by :mod:`.images` (olmtool's images from the cluster registry run with the
+  resolved by :mod:`.runtime` (olmtool's images from the cluster registry run with the
   host Python; etcd, busybox, alpine and python images map to host binaries). The
   ``containerID`` is ``olmtool://<pid>``. There are no cgroups: resource requests and
   limits are reported to the scheduler but not enforced, and ``securityContext`` users

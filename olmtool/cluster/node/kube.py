@@ -4,6 +4,7 @@ The generated models validate every field on the way in and out; the agent only 
 JSON documents, so requests go through the client's ``ApiClient`` (kubeconfig loading,
 TLS, auth, connection pool) and answers are parsed as JSON. Watches are the
 client's ``list_*`` calls with ``watch=True``, read line by line as JSON events.
+:class:`PodApi` holds the calls a Pod worker makes (look-ups, tokens, status, deletion).
 """
 
 from __future__ import annotations

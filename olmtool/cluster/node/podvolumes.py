@@ -71,8 +71,9 @@ class PodVolumeSet:
         self.refreshed = now
 
     def refresh(self, pod_spec: JSON, ctx: VolumeContext, now: float) -> None:
-        """Rewrite the volumes that are due; raises what a rewrite raised (the old files
-        stay, and the next try comes at the next period or token deadline)."""
+        """Rewrite the volumes that are due: all managed ones every minute, token volumes
+        when their token is due. Raises what a rewrite raised; the old files stay (a due
+        token is tried again on the next call, the rest at the next period)."""
         if self.volumes is None:
             return
         periodic = now - self.refreshed >= REFRESH_VOLUMES

@@ -18,7 +18,7 @@ the status a Pod reports (:func:`.status.pod_status`) is a function of these sta
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -108,7 +108,7 @@ class ContainerState:
     started: bool = False  # the startup probe (if any) passed
     backoff: float = 0.0  # the crash-loop delay in force, for the CrashLoopBackOff message
     termination: Termination | None = None
-    previous: Termination | None = field(default=None)
+    previous: Termination | None = None
 
     # -- queries --------------------------------------------------------------------
 
