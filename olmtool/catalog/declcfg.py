@@ -103,17 +103,17 @@ class Bundle:
     @property
     def version(self) -> str:
         """The olm.package property's version, or "" when there is not exactly one."""
-        packages = self.properties_of(PROP_PACKAGE)
-        if len(packages) != 1 or not isinstance(packages[0].value, dict):
-            return ""
-        return str(packages[0].value.get("version") or "")
+        return self._package_field("version")
 
     @property
     def release(self) -> str:
+        return self._package_field("release")
+
+    def _package_field(self, key: str) -> str:
         packages = self.properties_of(PROP_PACKAGE)
         if len(packages) != 1 or not isinstance(packages[0].value, dict):
             return ""
-        return str(packages[0].value.get("release") or "")
+        return str(packages[0].value.get(key) or "")
 
 
 @dataclass

@@ -22,11 +22,13 @@ import semver
 
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.model import (
+    Channel,
     Edge,
-    bundle_versions,
+    Package,
+    ResolvedCatalog,
+    build_model,
     channel_heads,
     distances_to_head,
-    upgrade_edges,
 )
 from olmtool.errors import InputError
 from olmtool.versions import parse_version
@@ -48,37 +50,6 @@ _EDGE_ORDER = {"skip": 0, "skipRange": 1, "replace": 2}
 # --- shared helpers ---------------------------------------------------------------------------
 
 
-@dataclass
-class Deprecations:
-    """Deprecation messages from olm.deprecations blobs, keyed by package."""
-
-    packages: dict[str, str] = field(default_factory=dict)
-    channels: dict[tuple[str, str], str] = field(default_factory=dict)
-    bundles: dict[tuple[str, str], str] = field(default_factory=dict)
-
-
-def deprecations(config: dc.DeclarativeConfig) -> Deprecations:
-    found = Deprecations()
-    for deprecation in config.deprecations:
-        package = deprecation.package
-        for entry in deprecation.entries:
-            schema, name = entry.reference.schema, entry.reference.name
-            if schema == dc.SCHEMA_PACKAGE:
-                found.packages[package] = entry.message
-            elif schema == dc.SCHEMA_CHANNEL:
-                found.channels[(package, name)] = entry.message
-            elif schema == dc.SCHEMA_BUNDLE:
-                found.bundles[(package, name)] = entry.message
-    return found
-
-
-def _bundles_by_package(config: dc.DeclarativeConfig) -> dict[str, dict[str, dc.Bundle]]:
-    by_package: dict[str, dict[str, dc.Bundle]] = {}
-    for bundle in config.bundles:
-        by_package.setdefault(bundle.package, {}).setdefault(bundle.name, bundle)
-    return by_package
-
-
 def _newest_first(names: list[str], versions: dict[str, semver.Version]) -> list[str]:
     """Highest version first; names without a version last; equal versions by name."""
     ordered = sorted(names)
@@ -89,12 +60,21 @@ def _newest_first(names: list[str], versions: dict[str, semver.Version]) -> list
     )
 
 
-def _channels(config: dc.DeclarativeConfig, package: str | None) -> list[dc.Channel]:
-    """The channels to show, sorted by (package, name); InputError for an unknown package."""
+def _channels(
+    catalog: ResolvedCatalog, config: dc.DeclarativeConfig, package: str | None
+) -> list[Channel]:
+    """The channels to show, sorted by (package, name); InputError for an unknown package.
+
+    Any package a blob names counts (graphs are drawn for catalogs that do not validate).
+    """
     if package is not None and package not in config.package_names():
         raise InputError(f'no package "{package}" in the catalog')
-    channels = [c for c in config.channels if package is None or c.package == package]
+    channels = [c for c in catalog.channels() if package is None or c.package == package]
     return sorted(channels, key=lambda c: (c.package, c.name))
+
+
+def _package_of(catalog: ResolvedCatalog, name: str) -> Package:
+    return catalog.packages.get(name) or Package(name)
 
 
 def _go_quote(text: str) -> str:
@@ -142,12 +122,11 @@ def mermaid(
     package) drops entries below that version and the edges that start there; a channel
     left without entries is not drawn.
     """
-    channels = _channels(config, package)
-    by_package = _bundles_by_package(config)
+    catalog = build_model(config)
+    channels = _channels(catalog, config, package)
     floor, floor_package = _floor(config, minimum_version, package)
     if floor_package is not None:
         channels = [c for c in channels if c.package == floor_package]
-    deprecated = deprecations(config)
 
     bodies: dict[str, list[str]] = {}
     deprecated_channel_ids: list[str] = []
@@ -156,7 +135,8 @@ def mermaid(
     link_id = 0
 
     for channel in channels:
-        versions = bundle_versions(by_package.get(channel.package, {}))
+        owner = catalog.packages[channel.package]
+        versions = owner.versions()
         names = [e.name for e in channel.entries]
         if floor is not None:
             names = [n for n in names if n in versions and versions[n] >= floor]
@@ -164,7 +144,7 @@ def mermaid(
             continue
         kept = set(names)
         edges_to: dict[str, list[Edge]] = {}
-        for edge in upgrade_edges(channel, by_package.get(channel.package, {})):
+        for edge in channel.edges:
             if edge.to not in kept:
                 continue
             if floor is not None and not (edge.from_ in versions and versions[edge.from_] >= floor):
@@ -175,14 +155,15 @@ def mermaid(
         lines = bodies.setdefault(channel.package, [])
         lines.append(f"    %% channel {_go_quote(channel.name)}")
         lines.append(f"    subgraph {channel_id}[{_go_quote(channel.name)}]")
-        if (channel.package, channel.name) in deprecated.channels:
+        if channel.deprecation is not None:
             deprecated_channel_ids.append(channel_id)
 
         skipped: set[str] = set()
         for name in _newest_first(names, versions):
             entry_id = f"{channel_id}-{name}"
             lines.append(f"      {entry_id}[{_go_quote(name)}]")
-            is_deprecated = (channel.package, name) in deprecated.bundles
+            bundle = owner.bundles.get(name)
+            is_deprecated = bundle is not None and bundle.deprecation is not None
             if is_deprecated and name in skipped:
                 decorated["deprecatedskipped"].append(entry_id)
             elif is_deprecated:
@@ -215,7 +196,7 @@ def mermaid(
         out.extend(line + "\n" for line in bodies[name])
         out.append("  end\n")
     for name in sorted(bodies):
-        if name in deprecated.packages:
+        if catalog.packages[name].deprecation is not None:
             out.append(f"style {name} {DEPRECATED_PACKAGE_STYLE}\n")
     for channel_id in deprecated_channel_ids:
         out.append(f"style {channel_id} {DEPRECATED_CHANNEL_STYLE}\n")
@@ -281,49 +262,50 @@ class PackageView:
 
 def package_views(config: dc.DeclarativeConfig, *, package: str | None = None) -> list[PackageView]:
     """Packages (sorted) -> channels (sorted) -> entries (newest first), with markers."""
-    channels = _channels(config, package)
+    catalog = build_model(config)
+    channels = _channels(catalog, config, package)
     names = [package] if package is not None else config.package_names()
-    by_package = _bundles_by_package(config)
-    defaults = {p.name: p.default_channel for p in config.packages}
-    deprecated = deprecations(config)
     views = []
     for name in names:
-        bundles = by_package.get(name, {})
-        versions = bundle_versions(bundles)
-        channel_views = []
-        for channel in (c for c in channels if c.package == name):
-            heads = sorted(set(channel_heads(channel)))
-            by_entry = {e.name: e for e in channel.entries}
-            entries = [
-                EntryView(
-                    name=entry_name,
-                    version=bundles[entry_name].version if entry_name in bundles else "",
-                    replaces=by_entry[entry_name].replaces,
-                    skips=list(by_entry[entry_name].skips),
-                    skip_range=by_entry[entry_name].skip_range,
-                    head=entry_name in heads,
-                    deprecated=deprecated.bundles.get((name, entry_name), ""),
-                )
-                for entry_name in _newest_first(list(by_entry), versions)
-            ]
-            channel_views.append(
-                ChannelView(
-                    name=channel.name,
-                    default=channel.name == defaults.get(name),
-                    heads=heads,
-                    entries=entries,
-                    deprecated=deprecated.channels.get((name, channel.name), ""),
-                )
-            )
+        owner = _package_of(catalog, name)
+        channel_views = [
+            _channel_view(channel, owner) for channel in channels if channel.package == name
+        ]
         views.append(
             PackageView(
                 name=name,
-                default_channel=defaults.get(name, ""),
+                default_channel=owner.default_channel_name,
                 channels=channel_views,
-                deprecated=deprecated.packages.get(name, ""),
+                deprecated=owner.deprecation or "",
             )
         )
     return views
+
+
+def _channel_view(channel: Channel, owner: Package) -> ChannelView:
+    heads = sorted(set(channel.heads))
+    by_entry = {e.name: e for e in channel.entries}
+    entries = []
+    for name in _newest_first(list(by_entry), owner.versions()):
+        entry, bundle = by_entry[name], owner.bundles.get(name)
+        entries.append(
+            EntryView(
+                name=name,
+                version=bundle.version if bundle is not None else "",
+                replaces=entry.replaces,
+                skips=list(entry.skips),
+                skip_range=entry.skip_range,
+                head=name in heads,
+                deprecated=(bundle.deprecation or "") if bundle is not None else "",
+            )
+        )
+    return ChannelView(
+        name=channel.name,
+        default=channel.name == owner.default_channel_name,
+        heads=heads,
+        entries=entries,
+        deprecated=channel.deprecation or "",
+    )
 
 
 # --- upgrade paths ----------------------------------------------------------------------------
@@ -356,7 +338,7 @@ class UpgradePath:
         return asdict(self)
 
 
-def path_head(channel: dc.Channel, versions: dict[str, semver.Version]) -> str:
+def path_head(channel: dc.Channel | Channel, versions: dict[str, semver.Version]) -> str:
     """The head paths aim at: the channel's one head; with several, the newest; else ""."""
     heads = _newest_first(sorted(set(channel_heads(channel))), versions)
     return heads[0] if heads else ""
@@ -370,16 +352,17 @@ def upgrade_paths(config: dc.DeclarativeConfig, *, package: str | None = None) -
     the fewest edges left to the head wins, then the higher version, then the name.
     OLM v1: among the same successors, the highest version (then the name).
     """
-    by_package = _bundles_by_package(config)
+    catalog = build_model(config)
     paths: list[UpgradePath] = []
-    for channel in _channels(config, package):
-        paths += _channel_paths(channel, by_package.get(channel.package, {}))
+    for channel in _channels(catalog, config, package):
+        paths += _channel_paths(channel, catalog.packages[channel.package])
     return paths
 
 
-def _channel_paths(channel: dc.Channel, bundles: dict[str, dc.Bundle]) -> list[UpgradePath]:
-    versions = bundle_versions(bundles)
-    edges = upgrade_edges(channel, bundles)
+def _channel_paths(channel: Channel, owner: Package) -> list[UpgradePath]:
+    versions = owner.versions()
+    bundles = owner.bundles
+    edges = channel.edges
     next_of: dict[str, list[str]] = {}
     for edge in edges:
         targets = next_of.setdefault(edge.from_, [])

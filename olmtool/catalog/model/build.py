@@ -234,8 +234,7 @@ class ModelBuilder:
         if not name or name not in declared:
             message = f"olm.deprecations for unknown package {name!r}"
             self._add("package-missing", message, origin, name)
-            if name in self.catalog.packages:  # still marked: graphs of broken catalogs
-                _apply_deprecation(blob, self.catalog.packages[name])
+            _apply_deprecation(blob, self._package(name))  # still marked: graphs of broken catalogs
             return
         package = self.catalog.packages[name]
         if package.deprecations is not None:

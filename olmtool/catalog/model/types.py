@@ -37,7 +37,7 @@ class Bundle:
     # set by the bundle inspection, which decodes the objects anyway.
     csv_replaces: str | None = None
     channels: list[Channel] = field(default_factory=list)
-    deprecation: str = ""  # the olm.deprecations message, "" when not deprecated
+    deprecation: str | None = None  # the olm.deprecations message; None: not deprecated
 
 
 @dataclass(eq=False, slots=True)
@@ -60,7 +60,7 @@ class Channel:
     origin: dc.Origin
     entries: list[Entry] = field(default_factory=list)
     heads: list[str] = field(default_factory=list)  # no replaces/skips into them, in order
-    deprecation: str = ""
+    deprecation: str | None = None
     _edges: list[Edge] | None = field(default=None, repr=False)
 
     @property
@@ -96,7 +96,7 @@ class Package:
     icon: dc.Icon | None = None
     channels: dict[str, Channel] = field(default_factory=dict)
     bundles: dict[str, Bundle] = field(default_factory=dict)
-    deprecation: str = ""
+    deprecation: str | None = None
     deprecations: dc.Deprecation | None = None  # the package's olm.deprecations blob
 
     @property

@@ -202,7 +202,7 @@ class _Builder:
                 requires=bundle.requires,
                 blob=ref,
                 source=source,
-                deprecation=bundle.deprecation,
+                deprecation=bundle.deprecation or "",
             )
         channels = {}
         for name in sorted(package.channels):
@@ -213,7 +213,7 @@ class _Builder:
             head = channel.head
             assert head is not None  # a channel without one head does not validate
             channels[name] = ChannelSummary(
-                channel.name, package.name, head, entries, channel.deprecation
+                channel.name, package.name, head, entries, channel.deprecation or ""
             )
         return PackageSummary(
             package.name,
@@ -221,5 +221,5 @@ class _Builder:
             self.package_blobs[package.name],
             channels,
             bundles,
-            package.deprecation,
+            package.deprecation or "",
         )
