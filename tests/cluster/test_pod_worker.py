@@ -219,7 +219,11 @@ def test_on_failure_restarts_a_failed_container_and_keeps_the_last_state(
     marker = host.settings.state_dir / "ran-once"
     script = f"if [ -e {marker} ]; then exec sleep 30; fi; touch {marker}; exit 2"
     run(make_pod([container("main", script)], policy="OnFailure"))
-    status = wait_for(host.api, lambda s: "running" in state_of(s), "running after a failure")
+    status = wait_for(
+        host.api,
+        lambda s: "running" in state_of(s) and s["containerStatuses"][0]["restartCount"],
+        "running after a failure",
+    )
     entry = status["containerStatuses"][0]
     assert entry["restartCount"] == 1
     assert entry["lastState"]["terminated"]["exitCode"] == 2
@@ -229,7 +233,7 @@ def test_on_failure_restarts_a_failed_container_and_keeps_the_last_state(
 def test_init_containers_run_in_order_before_the_containers(host: FakeHost, run: Callable) -> None:
     out = host.settings.state_dir / "order"
     init = [
-        container("first", f"sleep 0.5; echo first >> {out}"),
+        container("first", f"sleep 1; echo first >> {out}"),
         container("second", f"echo second >> {out}"),
     ]
     run(make_pod([container("main", f"echo main >> {out}; sleep 30")], init))
