@@ -21,6 +21,7 @@ from typing import Any
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import load
 from olmtool.catalog.bundle_checks import inspect_bundle
+from olmtool.catalog.checks import CHECKS
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.model import ModelBuilder
 from olmtool.catalog.model import Package as ModelPackage
@@ -37,10 +38,14 @@ from olmtool.serve.index.data import (
 from olmtool.serve.index.queries import CatalogIndex
 from olmtool.serve.index.store import BlobRef, BlobStore
 
-# Errors that do not refuse a catalog. image-missing: opm refuses a bundle with neither an
-# image nor olm.bundle.object properties, but olmtool has served such bundles (a CSV
-# synthesized from olm.csv.metadata) and its serve tests pin that; left for a decision.
-SERVED_DESPITE = frozenset({"image-missing"})
+# Errors that do not refuse a catalog. What `opm serve` serves, olmtool serves: the
+# checks opm does not make ("extra" in CHECKS: unreachable-head, gvk) are olmtool's own
+# opinion and never block serving. image-missing: opm refuses a bundle with neither an
+# image nor olm.bundle.object properties, but olmtool serves such bundles (a CSV
+# synthesized from olm.csv.metadata), as it always has.
+SERVED_DESPITE = frozenset(
+    {"image-missing", *(check for check, (_, what) in CHECKS.items() if what.startswith("extra:"))}
+)
 
 # olm.bundle.object payloads are not decoded at start-up (that would double it): a broken
 # one fails the requests that return it (gRPC INTERNAL naming the bundle), and the CSV
