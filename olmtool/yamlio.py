@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +42,7 @@ def to_plain(value: Any, *, sort_keys: bool = True) -> Any:
 
 def dump(data: Any, *, header: str | None = None, sort_keys: bool = True) -> str:
     """YAML text for ``data``; ``header`` becomes leading ``#`` comment lines."""
-    stream = io.StringIO()
-    if header:
-        for line in header.splitlines():
-            stream.write(f"# {line}".rstrip() + "\n")
-    _dumper().dump(to_plain(data, sort_keys=sort_keys), stream)
-    return stream.getvalue()
+    return _dump(to_plain(data, sort_keys=sort_keys), header)
 
 
 def dump_document(document: Any, *, header: str | None = None) -> str:
@@ -53,11 +50,15 @@ def dump_document(document: Any, *, header: str | None = None) -> str:
 
     Values inserted into it should already have gone through :func:`to_plain`.
     """
+    return _dump(document, header)
+
+
+def _dump(data: Any, header: str | None) -> str:
     stream = io.StringIO()
     if header:
         for line in header.splitlines():
             stream.write(f"# {line}".rstrip() + "\n")
-    _dumper().dump(document, stream)
+    _dumper().dump(data, stream)
     return stream.getvalue()
 
 
@@ -94,8 +95,15 @@ def read_text(path: str | Path) -> str:
 
 
 def loads(text: str, *, path: str | Path | None = None) -> Any:
-    try:
+    with _one_line_errors(path):
         return YAML(typ="rt").load(text)
+
+
+@contextmanager
+def _one_line_errors(path: str | Path | None) -> Iterator[None]:
+    """Turn a YAML parse error into an InputError naming the file and (if known) the line."""
+    try:
+        yield
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -119,17 +127,8 @@ def load_all(path: str | Path) -> list[Any]:
 
 
 def loads_all(text: str, *, path: str | Path | None = None) -> list[Any]:
-    try:
+    with _one_line_errors(path):
         return [doc for doc in YAML(typ="rt").load_all(text) if doc is not None]
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise InputError(
-            f"invalid YAML: {exc.problem or exc.context}",
-            path=path,
-            line=mark.line + 1 if mark else None,
-        ) from None
-    except YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", path=path) from None
 
 
 def start_line(document: Any) -> int | None:

@@ -131,12 +131,18 @@ def load_bundle(root: Path, *, label: str | None = None) -> Bundle:
     return bundle
 
 
+def _has_directory(bundle: Bundle, name: str, check: str) -> bool:
+    """Whether the bundle has the top-level directory ``name``; a finding says it has not."""
+    if (bundle.root / name).is_dir():
+        return True
+    bundle.problem(check, f"the bundle has no {name}/ directory")
+    return False
+
+
 def _load_manifests(bundle: Bundle) -> None:
-    manifests = bundle.root / fmt.MANIFESTS_DIR
-    if not manifests.is_dir():
-        bundle.problem("format/manifests-missing", "the bundle has no manifests/ directory")
+    if not _has_directory(bundle, fmt.MANIFESTS_DIR, "format/manifests-missing"):
         return
-    for path in sorted(manifests.iterdir()):
+    for path in sorted((bundle.root / fmt.MANIFESTS_DIR).iterdir()):
         relative = path.relative_to(bundle.root).as_posix()
         if path.name.startswith("."):
             bundle.problem(
@@ -186,9 +192,7 @@ def _parse_all(text: str) -> list[Any]:
 
 
 def _load_annotations(bundle: Bundle) -> None:
-    metadata = bundle.root / fmt.METADATA_DIR
-    if not metadata.is_dir():
-        bundle.problem("format/metadata-missing", "the bundle has no metadata/ directory")
+    if not _has_directory(bundle, fmt.METADATA_DIR, "format/metadata-missing"):
         return
     relative = fmt.ANNOTATIONS_FILE
     if relative not in bundle.files:

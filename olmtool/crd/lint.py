@@ -29,13 +29,8 @@ class Finding(BaseFinding):
 
     def as_dict(self) -> dict[str, Any]:
         # `olmtool crd validate -o json` has never reported the check: keep its keys stable
-        return {
-            "file": self.file,
-            "line": self.line,
-            "path": self.path,
-            "message": self.message,
-            "severity": self.severity,
-        }
+        fields = {k: v for k, v in super().as_dict().items() if k != "check"}
+        return {**fields, "path": self.path}
 
 
 @dataclass

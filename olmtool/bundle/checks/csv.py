@@ -73,18 +73,16 @@ def _types(csv: Object) -> Iterator[Finding]:
     for dotted, expected in FIELD_TYPES.items():
         value = csv.get(dotted)
         if value is not None and not isinstance(value, expected):
-            name = (
-                expected.__name__
-                if isinstance(expected, type)
-                else "/".join(t.__name__ for t in expected)
-            )
-            kind = {"str": "a string", "list": "a list", "dict": "a mapping"}.get(name, name)
-            yield csv.finding(
-                "csv/field-type",
-                "error",
-                f"must be {kind}, not {json.dumps(yamlio.plain(value))}",
-                dotted,
-            )
+            message = f"must be {_kind(expected)}, not {json.dumps(yamlio.plain(value))}"
+            yield csv.finding("csv/field-type", "error", message, dotted)
+
+
+def _kind(expected: type | tuple[type, ...]) -> str:
+    """A type as messages name it: ``a string``, ``a list``, ``a mapping``."""
+    name = (
+        expected.__name__ if isinstance(expected, type) else "/".join(t.__name__ for t in expected)
+    )
+    return {"str": "a string", "list": "a list", "dict": "a mapping"}.get(name, name)
 
 
 def _names(csv: Object) -> Iterator[Finding]:
@@ -154,9 +152,15 @@ def examples_of(csv: Object) -> tuple[list[Any] | None, str | None]:
     return examples, None
 
 
+def mappings_at(csv: Object, dotted: str) -> list[dict[str, Any]]:
+    """The mappings in the list at ``dotted``; other entries (and a non-list) are left out,
+    since the field-type checks report them."""
+    entries = csv.get(dotted) or []
+    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+
+
 def owned_entries(csv: Object) -> list[dict[str, Any]]:
-    owned = csv.get("spec.customresourcedefinitions.owned") or []
-    return [e for e in owned if isinstance(e, dict)] if isinstance(owned, list) else []
+    return mappings_at(csv, "spec.customresourcedefinitions.owned")
 
 
 def _examples(csv: Object) -> Iterator[Finding]:
@@ -325,8 +329,7 @@ def _annotations(csv: Object) -> Iterator[Finding]:
 
 
 def deployments_of(csv: Object) -> list[dict[str, Any]]:
-    deployments = csv.get("spec.install.spec.deployments") or []
-    return [d for d in deployments if isinstance(d, dict)] if isinstance(deployments, list) else []
+    return mappings_at(csv, "spec.install.spec.deployments")
 
 
 def _deployments(csv: Object) -> Iterator[Finding]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlparse
 
 import semver
@@ -71,7 +73,7 @@ REMOVED_APIS: dict[tuple[str, str], str] = {
 
 @register_csv("operatorhub")
 def operatorhub(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
-    for check in (_provider, _maintainers, _links, _icon, _classification):
+    for check in (_provider, _contacts, _icon, _classification):
         yield from check(csv)
     if not csv.get("spec.version"):
         yield csv.finding("operatorhub/version", "error", "spec.version is not set", "spec")
@@ -88,36 +90,59 @@ def _provider(csv: Object) -> Iterator[Finding]:
         )
 
 
-def _maintainers(csv: Object) -> Iterator[Finding]:
-    for index, person in enumerate(csv.get("spec.maintainers") or []):
-        path = f"spec.maintainers[{index}]"
-        if not isinstance(person, dict) or not person.get("name") or not person.get("email"):
-            yield csv.finding(
-                "operatorhub/maintainers", "error", "a maintainer needs a name and an email", path
-            )
-        elif not EMAIL.match(str(person["email"])):
-            yield csv.finding(
-                "operatorhub/maintainers",
-                "error",
-                f"maintainer email {person['email']!r} is not an email address",
-                f"{path}.email",
-            )
+def _is_email(text: str) -> bool:
+    return bool(EMAIL.match(text))
 
 
-def _links(csv: Object) -> Iterator[Finding]:
-    for index, link in enumerate(csv.get("spec.links") or []):
-        path = f"spec.links[{index}]"
-        if not isinstance(link, dict) or not link.get("name") or not link.get("url"):
-            yield csv.finding("operatorhub/links", "error", "a link needs a name and a url", path)
-            continue
-        url = urlparse(str(link["url"]))
-        if url.scheme not in ("http", "https") or not url.netloc:
-            yield csv.finding(
-                "operatorhub/links",
-                "error",
-                f"link url {link['url']!r} is not an http(s) URL",
-                f"{path}.url",
-            )
+def _is_http_url(text: str) -> bool:
+    url = urlparse(text)
+    return url.scheme in ("http", "https") and bool(url.netloc)
+
+
+@dataclass(frozen=True)
+class _ContactList:
+    """A list of contacts in the CSV: each entry a mapping with a name and an address
+    (under ``key``) that ``valid`` accepts."""
+
+    field: str
+    check: str
+    incomplete: str  # the message for an entry without a name or an address
+    key: str
+    valid: Callable[[str], bool]
+    invalid: str  # the message for a bad address, formatted with it
+
+
+CONTACT_LISTS = (
+    _ContactList(
+        "spec.maintainers",
+        "operatorhub/maintainers",
+        "a maintainer needs a name and an email",
+        "email",
+        _is_email,
+        "maintainer email {!r} is not an email address",
+    ),
+    _ContactList(
+        "spec.links",
+        "operatorhub/links",
+        "a link needs a name and a url",
+        "url",
+        _is_http_url,
+        "link url {!r} is not an http(s) URL",
+    ),
+)
+
+
+def _contacts(csv: Object) -> Iterator[Finding]:
+    """Maintainers, then links."""
+    for contacts in CONTACT_LISTS:
+        key = contacts.key
+        for index, entry in enumerate(csv.get(contacts.field) or []):
+            path = f"{contacts.field}[{index}]"
+            if not isinstance(entry, dict) or not entry.get("name") or not entry.get(key):
+                yield csv.finding(contacts.check, "error", contacts.incomplete, path)
+            elif not contacts.valid(str(entry[key])):
+                message = contacts.invalid.format(entry[key])
+                yield csv.finding(contacts.check, "error", message, f"{path}.{key}")
 
 
 def _icon(csv: Object) -> Iterator[Finding]:
@@ -189,6 +214,15 @@ def _classification(csv: Object) -> Iterator[Finding]:
 
 @register_csv("good-practices")
 def good_practices(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
+    yield from _deployments(csv)
+    yield from _crd_descriptions(csv)
+    yield from _channel_names(bundle)
+    yield from _crd_write_rules(csv)
+    yield from _csv_name(csv, bundle)
+
+
+def _deployments(csv: Object) -> Iterator[Finding]:
+    """The CSV installs a deployment, and every container says what it requests."""
     deployments = deployments_of(csv)
     if not deployments:
         yield csv.finding(
@@ -198,30 +232,34 @@ def good_practices(csv: Object, bundle: Bundle, context: Context) -> Iterator[Fi
             "spec.install",
         )
     for index, deployment in enumerate(deployments):
-        containers = (((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-            "containers"
-        ) or []
-        for c_index, container in enumerate(containers):
-            if isinstance(container, dict) and not (container.get("resources") or {}).get(
-                "requests"
-            ):
-                yield csv.finding(
-                    "good-practices/resource-requests",
-                    "warning",
-                    f"container {container.get('name')} of deployment {deployment.get('name')} sets no resources.requests",
-                    f"spec.install.spec.deployments[{index}].spec.template.spec.containers[{c_index}]",
-                )
+        pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        for c_index, container in enumerate(pod.get("containers") or []):
+            if not isinstance(container, dict) or _requests(container):
+                continue
+            path = (
+                f"spec.install.spec.deployments[{index}].spec.template.spec.containers[{c_index}]"
+            )
+            message = (
+                f"container {container.get('name')} of deployment {deployment.get('name')} "
+                "sets no resources.requests"
+            )
+            yield csv.finding("good-practices/resource-requests", "warning", message, path)
+
+
+def _requests(container: dict[str, Any]) -> Any:
+    return (container.get("resources") or {}).get("requests")
+
+
+def _crd_descriptions(csv: Object) -> Iterator[Finding]:
     for key in ("owned", "required"):
         for index, entry in enumerate(csv.get(f"spec.customresourcedefinitions.{key}") or []):
             if isinstance(entry, dict) and not entry.get("description"):
-                yield csv.finding(
-                    "good-practices/crd-description",
-                    "warning",
-                    f"{key} CRD {entry.get('name')} has no description",
-                    f"spec.customresourcedefinitions.{key}[{index}]",
-                )
-    yield from _channel_names(bundle)
-    yield from _crd_write_rules(csv)
+                message = f"{key} CRD {entry.get('name')} has no description"
+                path = f"spec.customresourcedefinitions.{key}[{index}]"
+                yield csv.finding("good-practices/crd-description", "warning", message, path)
+
+
+def _csv_name(csv: Object, bundle: Bundle) -> Iterator[Finding]:
     version = csv.get("spec.version")
     package = (bundle.annotations or {}).get(fmt.PACKAGE)
     # No expectation without a package or a valid version (other checks report those).
