@@ -7,6 +7,7 @@ arguments, calls one action and renders its result; anything it does, this does:
 
     from olmtool.actions import bundle_build, bundle_validate, catalog_publish
 
+    crds = crd_generate(check=True)           # like `olmtool crd generate --check`
     built = bundle_build(check=True)          # like `olmtool bundle build --check`
     report = bundle_validate("quay.io/example/etcd-bundle:0.3.0", select=["all"])
     published = catalog_publish()
@@ -30,6 +31,8 @@ from olmtool.actions.cluster_status import (
     cluster_status,
 )
 from olmtool.actions.cluster_up import cluster_up
+from olmtool.actions.crd_generate import CrdGenerateResult, crd_generate
+from olmtool.actions.crd_validate import crd_validate
 from olmtool.images import ImageTarget
 
 __all__ = [
@@ -37,6 +40,7 @@ __all__ = [
     "CatalogGraph",
     "CatalogPublishResult",
     "ClusterStatus",
+    "CrdGenerateResult",
     "GraphView",
     "ImageTarget",
     "bundle_build",
@@ -53,4 +57,6 @@ __all__ = [
     "cluster_logs",
     "cluster_status",
     "cluster_up",
+    "crd_generate",
+    "crd_validate",
 ]

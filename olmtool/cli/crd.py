@@ -6,10 +6,19 @@ from pathlib import Path
 
 import typer
 
-from olmtool.cli.output import ConfigOption, OutputFormat, OutputOption, emit, escape, stdout
-from olmtool.config import load_project
-from olmtool.crd import generate_crds, load_resources, sync_files
-from olmtool.crd.lint import check_crd_files
+from olmtool.actions import CrdGenerateResult, crd_generate, crd_validate
+from olmtool.cli.output import (
+    ConfigOption,
+    OutputFormat,
+    OutputOption,
+    emit,
+    escape,
+    exit_if,
+    print_diffs,
+    print_findings,
+    stdout,
+)
+from olmtool.config import ProjectNotFound
 from olmtool.errors import InputError, display_path
 
 app = typer.Typer(
@@ -46,47 +55,38 @@ def generate(
 
       olmtool crd generate api.py -d config/crd
     """
-    modules, search_path, base_dir, out_dir = _resolve(
-        sources or [], path or [], output_dir, config
-    )
-    files = generate_crds(load_resources(modules, search_path=search_path, base_dir=base_dir))
-    result = sync_files(files, out_dir, check=check)
-    stale = {*result.added, *result.modified}
-    written = [out_dir / f.name for f in files if f.name in stale]  # in generation order
-    unchanged = [out_dir / name for name in result.unchanged]
-    removed = [out_dir / name for name in result.removed]
-    data = {
-        "outputDir": display_path(out_dir),
-        "check": check,
-        "stale": result.stale,
-        "written": [display_path(p) for p in written],
-        "unchanged": [display_path(p) for p in unchanged],
-        "removed": [display_path(p) for p in removed],
-    }
-
-    def text() -> None:
-        if check:
-            for diff in result.diffs:
-                stdout.print(escape(diff), end="")
-            verb = "stale" if result.stale else "up to date"
-            for p in (*written, *removed):
-                stdout.print(f"[yellow]stale:[/] {escape(display_path(p))}")
-            stdout.print(f"{len(files)} CRD(s) in {escape(display_path(out_dir))}: {verb}")
-            if result.stale:
-                stdout.print("run [bold]olmtool crd generate[/] to update them")
-            return
-        for p in written:
-            stdout.print(f"[green]wrote[/] {escape(display_path(p))}")
-        for p in removed:
-            stdout.print(f"[yellow]removed[/] {escape(display_path(p))}")
-        stdout.print(
-            f"{len(files)} CRD(s) in {escape(display_path(out_dir))}: {len(written)} written, "
-            f"{len(unchanged)} unchanged, {len(removed)} removed"
+    try:
+        result = crd_generate(
+            sources or (), paths=path or (), output_dir=output_dir, config=config, check=check
         )
+    except ProjectNotFound as exc:
+        raise InputError(
+            f"{exc}; pass --config or the schema modules on the command line"
+        ) from None
+    emit(result.as_dict(), output, lambda: _print_generate(result))
+    exit_if(result.failed)
 
-    emit(data, output, text)
-    if check and result.stale:
-        raise typer.Exit(1)
+
+def _print_generate(result: CrdGenerateResult) -> None:
+    where = escape(display_path(result.output_dir))
+    count = len(result.files)
+    if result.check:
+        print_diffs(result.difference.diffs)
+        for p in (*result.written, *result.removed):
+            stdout.print(f"[yellow]stale:[/] {escape(display_path(p))}")
+        stale = result.difference.stale
+        stdout.print(f"{count} CRD(s) in {where}: {'stale' if stale else 'up to date'}")
+        if stale:
+            stdout.print("run [bold]olmtool crd generate[/] to update them")
+        return
+    for p in result.written:
+        stdout.print(f"[green]wrote[/] {escape(display_path(p))}")
+    for p in result.removed:
+        stdout.print(f"[yellow]removed[/] {escape(display_path(p))}")
+    stdout.print(
+        f"{count} CRD(s) in {where}: {len(result.written)} written, "
+        f"{len(result.unchanged)} unchanged, {len(result.removed)} removed"
+    )
 
 
 @app.command()
@@ -102,7 +102,7 @@ def validate(
 
     Example: olmtool crd validate operator/config/crd
     """
-    result = check_crd_files(paths)
+    result = crd_validate(paths)
     data = {
         "crds": result.crds_checked,
         "errors": len(result.errors),
@@ -111,31 +111,11 @@ def validate(
     }
 
     def text() -> None:
-        for finding in result.findings:
-            style = "red" if finding.severity == "error" else "yellow"
-            stdout.print(f"[{style}]{finding.severity}[/] {escape(str(finding))}")
+        print_findings(result.findings, checks=False)
         stdout.print(
             f"{result.crds_checked} CRD(s) checked: {len(result.errors)} error(s), "
             f"{len(result.warnings)} warning(s)"
         )
 
     emit(data, output, text)
-    if result.errors or (strict and result.warnings):
-        raise typer.Exit(1)
-
-
-def _resolve(
-    sources: list[str], paths: list[Path], output_dir: Path | None, config: Path | None
-) -> tuple[list[str], list[Path], Path, Path]:
-    """Modules, import path, base directory and output directory, from the command line
-    or olmtool.yaml."""
-    if sources:
-        return sources, [*paths, Path.cwd()], Path.cwd(), output_dir or Path("config/crd")
-    project = load_project(config)
-    settings = project.settings.crd
-    if settings is None:
-        raise InputError(
-            "has no crd section (crd: {modules: [...], output: ...})", path=project.file
-        )
-    search = [*paths, *(project.path(p) for p in settings.paths)]
-    return settings.modules, search, project.root, output_dir or project.path(settings.output)
+    exit_if(not result.passed(strict=strict))
