@@ -3,18 +3,19 @@ back by an independent client (skopeo) and by ``bundle validate``."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from olmtool import yamlio
+from olmtool.actions import ImageTarget, bundle_build, bundle_validate
 from olmtool.bundle import build_bundle
 from olmtool.bundle.image import bundle_image
+from olmtool.cli.output import error_line
 from olmtool.config import load_project
+from olmtool.errors import OlmtoolError
 from olmtool.images import LocalRegistry, build_image, push, read_oci_layout
 from tests.conftest import Skopeo
-from tests.test_cli import olmtool
 
 BUNDLE = "out/widget-operator/1.2.0"
 
@@ -41,12 +42,13 @@ def test_push_then_inspect_with_skopeo(
 ) -> None:
     ref = f"{registry.address}/widget-operator-bundle:1.2.0"
     layout = tmp_path / "layout"
-    result = olmtool(
-        "bundle", "build", "--image", ref, "--push", "--layout", str(layout), "-o", "json",
-        cwd=project,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    pushed = json.loads(result.stdout)
+    result = bundle_build(
+        config=project / "olmtool.yaml", image=ImageTarget(ref, layout=layout, push=True)
+    )
+    assert not result.failed
+    assert result.image is not None and result.image.pushed
+    pushed = result.as_dict()
+    assert pushed["image"] == ref
     annotations = yamlio.loads((project / BUNDLE / "metadata/annotations.yaml").read_text())
 
     remote = skopeo("inspect", "--tls-verify=false", f"docker://{ref}")
@@ -72,21 +74,18 @@ def test_validate_reads_a_bundle_image(project: Path, registry: LocalRegistry) -
     ref = f"{registry.address}/widget-operator-bundle:validate"
     bundle = _built(project)
     push(bundle_image(bundle), ref)
-    result = olmtool("bundle", "validate", ref, "-o", "json", cwd=project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert json.loads(result.stdout)["bundle"] == ref
+    report = bundle_validate(ref)
+    assert report.passed(), report.findings
+    assert report.as_dict()["bundle"] == ref
 
     # Labels are what OLM reads: an image whose labels disagree with its files is refused.
     wrong = {**bundle.labels, "operators.operatorframework.io.bundle.package.v1": "other"}
     files = {n: t.encode() for n, t in bundle.files.items() if n != "bundle.Dockerfile"}
     push(build_image(files, wrong), f"{registry.address}/widget-operator-bundle:mislabelled")
-    bad = olmtool(
-        "bundle", "validate", f"{registry.address}/widget-operator-bundle:mislabelled",
-        cwd=project,
-    )  # fmt: skip
-    assert bad.returncode == 1
-    assert "error [format/image-labels]" in bad.stdout
-    assert "bundle.package.v1 is 'other'" in bad.stdout
+    bad = bundle_validate(f"{registry.address}/widget-operator-bundle:mislabelled")
+    assert not bad.passed()
+    labels = [str(f) for f in bad.errors if f.check == "format/image-labels"]
+    assert any("bundle.package.v1 is 'other'" in finding for finding in labels), labels
 
 
 @pytest.mark.e2e
@@ -94,6 +93,8 @@ def test_push_refused_is_one_line(project: Path, tmp_path: Path) -> None:
     from olmtool.cluster.controlplane import free_port
 
     ref = f"127.0.0.1:{free_port()}/widget-operator-bundle:1.2.0"
-    result = olmtool("bundle", "build", "--image", ref, "--push", cwd=project)
-    assert result.returncode == 1
-    assert "cannot reach registry" in result.stderr and "Traceback" not in result.stderr
+    target = ImageTarget(ref, layout=tmp_path / "layout", push=True)
+    # An OlmtoolError is what olmtool.cli.main prints as one line, without a traceback.
+    with pytest.raises(OlmtoolError, match="cannot reach registry") as refused:
+        bundle_build(config=project / "olmtool.yaml", image=target)
+    assert len(error_line(refused.value).splitlines()) == 1

@@ -1,7 +1,9 @@
-"""``olmtool catalog validate``: the error tree, machine output, exit codes, bad arguments.
+"""``catalog validate``: verdicts and findings through the action in-process; the CLI tests
+check only the wiring (the error tree as text, machine output, exit codes, bad arguments).
 
-Run in-process with typer's CliRunner (fast); the one test of how a user error reaches
-the terminal goes through ``python -m olmtool`` like tests/test_cli.py.
+``cli`` runs a command in this process with typer's CliRunner (fast); the one test of how
+a user error reaches the terminal goes through ``python -m olmtool`` like tests/test_cli.py,
+since ``olmtool.cli.main`` renders those.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from olmtool.actions import catalog_validate
 from olmtool.cli import app
-from olmtool.errors import InputError
+from olmtool.cli.output import error_line
+from olmtool.errors import InputError, OlmtoolError
 from tests.test_cli import olmtool
 
 CORPUS = Path(__file__).parent / "corpus"
@@ -28,14 +32,26 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class Run:
     returncode: int
     stdout: str
+    stderr: str
     exception: BaseException | None
+
+    @property
+    def error(self) -> str | None:
+        """The line ``olmtool.cli.main`` prints after ``error:`` for a user error."""
+        if isinstance(self.exception, OlmtoolError):
+            return error_line(self.exception)
+        return None
+
+
+def cli(*args: str) -> Run:
+    """``olmtool ARGS`` in this process (relative to the working directory)."""
+    result = CliRunner().invoke(app, list(args))
+    exception = None if isinstance(result.exception, SystemExit) else result.exception
+    return Run(result.exit_code, ANSI.sub("", result.stdout), result.stderr, exception)
 
 
 def validate(*args: str) -> Run:
-    """``olmtool catalog validate ARGS`` in this process (relative to the working directory)."""
-    result = CliRunner().invoke(app, ["catalog", "validate", *args])
-    exception = None if isinstance(result.exception, SystemExit) else result.exception
-    return Run(result.exit_code, ANSI.sub("", result.stdout), exception)
+    return cli("catalog", "validate", *args)
 
 
 @pytest.fixture
@@ -91,13 +107,75 @@ GADGET = """\
 """
 
 
-def test_error_tree_of_several_packages_and_levels(here: Path) -> None:
+def _write_tree_example(here: Path) -> None:
     (here / "widget").mkdir()
     (here / "widget" / "catalog.yaml").write_text(WIDGET)
     (here / "gadget").mkdir()
     (here / "gadget" / "catalog.json").write_text(GADGET)
     (here / "broken.json").write_text('{"schema": "olm.package",\n')
 
+
+# --- the action ----------------------------------------------------------------------------
+
+
+def test_findings_of_several_packages_and_levels(here: Path) -> None:
+    _write_tree_example(here)
+    report = catalog_validate(here)
+    assert not report.passed()
+    assert (len(report.errors), len(report.warnings)) == (4, 1)
+    assert sorted(f.check for f in report.findings) == [
+        "bundle-not-in-channel",
+        "channel-entry-bundle",
+        "icon",
+        "package-missing",
+        "parse",
+    ]
+
+
+def test_valid_catalog_passes_strict(here: Path) -> None:
+    shutil.copytree(CORPUS / "valid-split", here / "valid")
+    report = catalog_validate(Path("valid"))
+    assert report.passed(strict=True)
+    assert report.as_dict() == {"passed": True, "findings": []}
+
+
+def test_warnings_only_passes_without_strict(here: Path) -> None:
+    shutil.copytree(CORPUS / "icon-mediatype", here / "icon")
+    report = catalog_validate(Path("icon"))
+    assert report.passed() and not report.passed(strict=True)
+    data = report.as_dict()
+    assert data["passed"] is True and "error" not in data
+    assert [(f["check"], f["severity"]) for f in data["findings"]] == [("icon", "warning")]
+
+
+def test_single_file_strict(here: Path) -> None:
+    (here / "widget.yaml").write_text(WIDGET)
+    data = catalog_validate(Path("widget.yaml")).as_dict(strict=True)
+    assert data["passed"] is False
+    assert [(f["check"], f["file"], f["line"]) for f in data["findings"]] == [
+        ("icon", "widget.yaml", 2),
+        ("bundle-not-in-channel", "widget.yaml", 31),
+        ("channel-entry-bundle", "widget.yaml", 15),
+    ]
+    assert data["error"]["message"].splitlines()[0] == "invalid index:"
+
+
+def test_missing_or_empty_directory_is_an_input_error(here: Path) -> None:
+    (here / "empty").mkdir()
+    (here / "empty" / "notes.yaml").write_text("# nothing here\n")
+    with pytest.raises(InputError) as missing:
+        catalog_validate("nowhere")
+    assert str(missing.value) == "nowhere: no such catalog directory"
+    with pytest.raises(InputError) as empty:
+        catalog_validate(Path("empty"))
+    assert str(empty.value) == "empty: holds no catalog blobs"
+
+
+# --- the command: wiring only --------------------------------------------------------------
+
+
+def test_error_tree_of_several_packages_and_levels(here: Path) -> None:
+    _write_tree_example(here)
     result = validate(".")
     assert result.returncode == 1, result.exception
     assert result.stdout.splitlines() == [
@@ -119,7 +197,7 @@ def test_error_tree_of_several_packages_and_levels(here: Path) -> None:
     ]
 
 
-def test_valid_catalog_as_yaml_and_as_text(here: Path) -> None:
+def test_exit_codes_and_machine_output(here: Path) -> None:
     shutil.copytree(CORPUS / "valid-split", here / "valid")
     machine = validate("valid", "-o", "yaml")
     assert machine.returncode == 0, machine.exception
@@ -128,39 +206,20 @@ def test_valid_catalog_as_yaml_and_as_text(here: Path) -> None:
     assert text.returncode == 0
     assert text.stdout == "valid: valid: 0 error(s), 0 warning(s)\n"
 
-
-def test_warnings_only_json_passes_without_strict(here: Path) -> None:
     shutil.copytree(CORPUS / "icon-mediatype", here / "icon")
-    result = validate("icon", "-o", "json")
-    assert result.returncode == 0
-    data = json.loads(result.stdout)
-    assert data["passed"] is True and "error" not in data
-    assert [(f["check"], f["severity"]) for f in data["findings"]] == [("icon", "warning")]
+    warned = validate("icon", "-o", "json")
+    assert warned.returncode == 0
+    assert json.loads(warned.stdout)["passed"] is True
+    strict = validate("icon", "--strict", "-o", "json")
+    assert strict.returncode == 1
+    assert json.loads(strict.stdout)["passed"] is False
+    assert "icon: invalid: 0 error(s), 1 warning(s)" in validate("icon", "--strict").stdout
 
 
-def test_single_file_and_strict_json(here: Path) -> None:
-    (here / "widget.yaml").write_text(WIDGET)
-    result = validate("widget.yaml", "--strict", "-o", "json")
+def test_user_error_exits_1(here: Path) -> None:
+    result = validate("nowhere")
     assert result.returncode == 1
-    data = json.loads(result.stdout)
-    assert data["passed"] is False
-    assert [(f["check"], f["file"], f["line"]) for f in data["findings"]] == [
-        ("icon", "widget.yaml", 2),
-        ("bundle-not-in-channel", "widget.yaml", 31),
-        ("channel-entry-bundle", "widget.yaml", 15),
-    ]
-    assert data["error"]["message"].splitlines()[0] == "invalid index:"
-
-
-def test_missing_or_empty_directory_is_an_input_error(here: Path) -> None:
-    (here / "empty").mkdir()
-    (here / "empty" / "notes.yaml").write_text("# nothing here\n")
-    missing = validate("nowhere")
-    assert isinstance(missing.exception, InputError)
-    assert str(missing.exception) == "nowhere: no such catalog directory"
-    empty = validate("empty")
-    assert isinstance(empty.exception, InputError)
-    assert str(empty.exception) == "empty: holds no catalog blobs"
+    assert result.error == "nowhere: no such catalog directory"
 
 
 def test_input_error_is_one_line_on_stderr(tmp_path: Path) -> None:

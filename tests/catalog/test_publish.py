@@ -1,17 +1,25 @@
-"""``catalog publish`` / ``catalog add``: catalogs from bundles, written atomically."""
+"""``catalog publish`` / ``catalog add``: catalogs from bundles, written atomically.
+
+Behaviour goes through the actions in-process; the CLI tests at the end check only the
+wiring (exit codes, output formats, one-line errors)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from olmtool.actions import ImageTarget, catalog_add, catalog_publish
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.publish import catalog_image, dockerfile
 from olmtool.catalog.render import CATALOG_LABEL
+from olmtool.cli.output import error_line
+from olmtool.errors import ArgumentError, InputError, OlmtoolError
 from olmtool.fsutil import read_tree
 from olmtool.images import LocalRegistry, pull
+from tests.catalog.test_cli_validate import cli
 from tests.test_cli import olmtool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +41,13 @@ def _project(tmp_path: Path, bundles: str = '"bundles/*"', fmt: str = "yaml") ->
     return tmp_path
 
 
+def _publish(project: Path, **kwargs):
+    return catalog_publish(config=project / "olmtool.yaml", **kwargs)
+
+
+# --- the actions ---------------------------------------------------------------------------
+
+
 def test_publish_matches_the_committed_catalog_and_is_idempotent(tmp_path: Path) -> None:
     project = _project(tmp_path)
     config = (REPO / "olmtool.yaml").read_text()
@@ -40,30 +55,37 @@ def test_publish_matches_the_committed_catalog_and_is_idempotent(tmp_path: Path)
         "bundle/etcd-operator/*", "bundles/*"
     )
     (project / "olmtool.yaml").write_text(catalog_section)
-    first = olmtool("catalog", "publish", cwd=project)
-    assert first.returncode == 0, first.stderr
+    first = _publish(project)
+    assert not first.failed and first.publish.stale  # everything was written
     assert read_tree(project / "catalog") == read_tree(REPO / "catalog")
     assert (project / "catalog.Dockerfile").read_text() == (REPO / "catalog.Dockerfile").read_text()
-    again = olmtool("catalog", "publish", "--check", cwd=project)
-    assert again.returncode == 0, again.stdout
-    assert "up to date" in again.stdout
+    again = _publish(project, check=True)
+    assert not again.failed, again.as_dict()
+    assert not again.publish.stale and not again.publish.dockerfile_stale
+    assert list(again.publish.packages) == ["etcd-operator"]
+    assert not again.publish.packages["etcd-operator"].stale
 
 
 def test_check_reports_drift_with_a_diff(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    assert olmtool("catalog", "publish", cwd=project).returncode == 0
+    assert not _publish(project).failed
     catalog = project / "catalog/etcd-operator/catalog.yaml"
     catalog.write_text(catalog.read_text().replace("defaultChannel: stable", "defaultChannel: x"))
-    result = olmtool("catalog", "publish", "--check", "-o", "json", cwd=project)
-    assert result.returncode == 1
-    assert '"stale": true' in result.stdout
-    text = olmtool("catalog", "publish", "--check", cwd=project)
-    assert "-defaultChannel: x" in text.stdout and "+defaultChannel: stable" in text.stdout
+    result = _publish(project, check=True)
+    assert result.failed
+    data = result.as_dict()
+    assert data["stale"] is True
+    assert data["packages"] == {
+        "etcd-operator": {"added": [], "modified": ["catalog.yaml"], "removed": []}
+    }
+    diff = "".join(result.publish.packages["etcd-operator"].diffs)
+    assert "-defaultChannel: x" in diff and "+defaultChannel: stable" in diff
+    assert "defaultChannel: x" in catalog.read_text(), "check must not write"
 
 
 def test_channels_come_from_annotations_and_csv_upgrade_fields(tmp_path: Path) -> None:
     project = _project(tmp_path, fmt="json")
-    assert olmtool("catalog", "publish", cwd=project).returncode == 0
+    assert not _publish(project).failed
     config = load_catalog_strict(project / "catalog")
     (channel,) = config.channels
     assert channel.name == "stable"
@@ -83,15 +105,13 @@ def test_channels_come_from_annotations_and_csv_upgrade_fields(tmp_path: Path) -
 
 def test_an_invalid_result_leaves_the_catalog_untouched(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    assert olmtool("catalog", "publish", cwd=project).returncode == 0
+    assert not _publish(project).failed
     before = read_tree(project / "catalog")
     csv = project / "bundles/0.2.0/manifests/etcd-operator.clusterserviceversion.yaml"
     csv.write_text(csv.read_text().replace("replaces: etcd-operator.v0.1.0", "replaces: nothing"))
-    result = olmtool("catalog", "publish", cwd=project)
-    assert result.returncode == 1
-    assert "would be invalid, nothing written" in result.stderr
-    assert "multiple channel heads found in graph" in result.stderr
-    assert "Traceback" not in result.stderr
+    with pytest.raises(InputError, match="would be invalid, nothing written") as refused:
+        _publish(project)
+    assert "multiple channel heads found in graph" in str(refused.value)
     assert read_tree(project / "catalog") == before
 
 
@@ -99,18 +119,19 @@ def test_config_mistakes_are_one_line_with_the_line_number(tmp_path: Path) -> No
     (tmp_path / "olmtool.yaml").write_text(
         "catalog:\n  packages:\n    - name: x\n      bundles: [a]\n      template: t.yaml\n"
     )
-    result = olmtool("catalog", "publish", cwd=tmp_path)
-    assert result.returncode == 1
-    assert "olmtool.yaml:3: catalog.packages[0]: give either bundles" in result.stderr
+    with pytest.raises(InputError) as refused:
+        _publish(tmp_path)
+    assert "olmtool.yaml:3: catalog.packages[0]: give either bundles" in str(refused.value)
 
 
 def test_add_puts_a_bundle_on_top_of_its_channel(tmp_path: Path) -> None:
     project = _project(tmp_path, bundles='"bundles/0.1.0", "bundles/0.2.0"')
-    assert olmtool("catalog", "publish", cwd=project).returncode == 0
+    assert not _publish(project).failed
     image = "localhost:5000/olmtool/etcd-operator-bundle:0.3.0"
-    result = olmtool("catalog", "add", "bundles/0.3.0", "--image", image, "-o", "json", cwd=project)
-    assert result.returncode == 0, result.stderr
-    assert '"channels": [\n    "stable"\n  ]' in result.stdout
+    result = catalog_add(project / "bundles/0.3.0", catalog=project / "catalog", image=image)
+    assert result.channels == ["stable"]
+    assert result.as_dict()["channels"] == ["stable"]
+    assert result.bundle.image == image
     config = load_catalog_strict(project / "catalog")
     head = config.channels[0].entries[-1]
     assert (head.name, head.replaces, head.skip_range) == (
@@ -119,9 +140,28 @@ def test_add_puts_a_bundle_on_top_of_its_channel(tmp_path: Path) -> None:
         ">=0.1.0 <0.3.0",
     )
     assert (project / "catalog/etcd-operator/catalog.yaml").is_file()  # kept its format
-    again = olmtool("catalog", "add", "bundles/0.3.0", cwd=project)
-    assert again.returncode == 1
-    assert "already in the catalog" in again.stderr
+    with pytest.raises(InputError, match="already in the catalog"):
+        catalog_add(project / "bundles/0.3.0", catalog=project / "catalog")
+
+
+def _without_channels(project: Path, version: str) -> Path:
+    annotations = project / f"bundles/{version}/metadata/annotations.yaml"
+    lines = annotations.read_text().splitlines(keepends=True)
+    annotations.write_text("".join(line for line in lines if ".channel" not in line))
+    return project / f"bundles/{version}"
+
+
+def test_add_needs_channels_when_the_bundle_names_none(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    bundle = _without_channels(project, "0.1.0")
+    with pytest.raises(ArgumentError) as none:
+        catalog_add(bundle, catalog=project / "catalog")
+    assert none.value.argument == "channels"
+    assert none.value.message == "is needed: bundle etcd-operator.v0.1.0 names no channel"
+    assert not (project / "catalog").exists()
+    result = catalog_add(bundle, catalog=project / "catalog", channels=["candidate"])
+    assert result.channels == ["candidate"]
+    assert [c.name for c in load_catalog_strict(project / "catalog").channels] == ["candidate"]
 
 
 def test_dockerfile_is_opm_generate_dockerfile() -> None:
@@ -142,8 +182,11 @@ def test_catalog_image_holds_configs_and_the_label() -> None:
 def test_publish_pushes_the_catalog_image(tmp_path: Path, registry: LocalRegistry) -> None:
     project = _project(tmp_path)
     reference = f"{registry.address}/olmtool/etcd-catalog:v1"
-    result = olmtool("catalog", "publish", "--image", reference, "--push", cwd=project)
-    assert result.returncode == 0, result.stderr
+    target = ImageTarget(reference, layout=project / "build/oci/catalog", push=True)
+    result = _publish(project, image=target)
+    assert not result.failed
+    assert result.image is not None and result.image.pushed
+    assert result.as_dict()["image"] == reference
     pulled = pull(reference)
     assert pulled.labels[CATALOG_LABEL] == "/configs"
     assert (
@@ -157,13 +200,14 @@ def test_a_refused_push_is_one_line_and_keeps_the_catalog(
     tmp_path: Path, auth_registry: LocalRegistry
 ) -> None:
     project = _project(tmp_path)
-    assert olmtool("catalog", "publish", cwd=project).returncode == 0
+    assert not _publish(project).failed
     before = read_tree(project / "catalog")
     reference = f"{auth_registry.address}/olmtool/etcd-catalog:v1"
-    result = olmtool("catalog", "publish", "--image", reference, "--push", cwd=project)
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    target = ImageTarget(reference, layout=project / "build/oci/catalog", push=True)
+    # An OlmtoolError is what olmtool.cli.main prints as one line, without a traceback.
+    with pytest.raises(OlmtoolError) as refused:
+        _publish(project, image=target)
+    assert len(error_line(refused.value).strip().splitlines()) == 1
     assert read_tree(project / "catalog") == before
 
 
@@ -181,8 +225,7 @@ def test_publish_from_a_semver_template(tmp_path: Path) -> None:
     (project / "olmtool.yaml").write_text(
         "catalog:\n  packages:\n    - name: etcd-operator\n      template: template.yaml\n"
     )
-    result = olmtool("catalog", "publish", cwd=project)
-    assert result.returncode == 0, result.stderr
+    assert not _publish(project).failed
     config = load_catalog_strict(project / "catalog")
     assert sorted(c.name for c in config.channels) == ["stable-v0.1", "stable-v0.2", "stable-v0.3"]
     assert config.packages[0].default_channel == "stable-v0.3"
@@ -190,3 +233,63 @@ def test_publish_from_a_semver_template(tmp_path: Path) -> None:
     assert head.name == "etcd-operator.v0.3.0"
     assert head.replaces == "etcd-operator.v0.2.0"
     assert head.skips == ["etcd-operator.v0.1.0"]
+
+
+# --- the commands: wiring only -------------------------------------------------------------
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project publishing one bundle (the wiring does not need more), as the cwd."""
+    monkeypatch.chdir(tmp_path)
+    return _project(tmp_path, bundles='"bundles/0.1.0"')
+
+
+def test_publish_command_exit_codes_and_output(here: Path) -> None:
+    written = cli("catalog", "publish", "-o", "json")
+    assert written.returncode == 0, written.exception
+    data = json.loads(written.stdout)
+    assert data["stale"] is True and data["dockerfile"] == "catalog.Dockerfile"
+    assert list(data["packages"]) == ["etcd-operator"]
+    checked = cli("catalog", "publish", "--check")
+    assert checked.returncode == 0, checked.stdout
+    assert "package etcd-operator: up to date" in checked.stdout
+    assert "catalog.Dockerfile: up to date" in checked.stdout
+    catalog = here / "catalog/etcd-operator/catalog.yaml"
+    catalog.write_text(catalog.read_text().replace("defaultChannel: stable", "defaultChannel: x"))
+    stale = cli("catalog", "publish", "--check")
+    assert stale.returncode == 1
+    assert "-defaultChannel: x" in stale.stdout and "+defaultChannel: stable" in stale.stdout
+    assert "package etcd-operator: stale" in stale.stdout
+    assert cli("catalog", "publish", "-o", "xml").returncode == 2
+    no_image = cli("catalog", "publish", "--push")
+    assert no_image.returncode == 1 and "--push needs --image" in (no_image.error or "")
+
+
+def test_add_command_exit_codes_and_output(here: Path) -> None:
+    image = "localhost:5000/olmtool/etcd-operator-bundle:0.1.0"
+    result = cli("catalog", "add", "bundles/0.1.0", "--image", image, "-o", "json")
+    assert result.returncode == 0, result.exception
+    assert '"channels": [\n    "stable"\n  ]' in result.stdout
+    assert json.loads(result.stdout)["bundle"] == "etcd-operator.v0.1.0"
+    text = cli("catalog", "add", "bundles/0.2.0", "--channel", "fast")
+    assert text.returncode == 0, text.exception
+    assert "added etcd-operator.v0.2.0 to etcd-operator (fast)" in text.stdout
+    again = cli("catalog", "add", "bundles/0.2.0")
+    assert again.returncode == 1
+    assert "already in the catalog" in (again.error or "")
+    _without_channels(here, "0.3.0")
+    no_channel = cli("catalog", "add", "bundles/0.3.0")
+    assert no_channel.returncode == 1
+    assert no_channel.error == "--channel is needed: bundle etcd-operator.v0.3.0 names no channel"
+    assert cli("catalog", "add").returncode == 2
+
+
+def test_user_error_is_one_line_on_stderr(tmp_path: Path) -> None:
+    (tmp_path / "olmtool.yaml").write_text(
+        "catalog:\n  packages:\n    - name: x\n      bundles: [a]\n      template: t.yaml\n"
+    )
+    result = olmtool("catalog", "publish", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert "olmtool.yaml:3: catalog.packages[0]: give either bundles" in result.stderr

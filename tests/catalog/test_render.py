@@ -1,4 +1,7 @@
-"""``catalog render``: bundle directories and images as the olm.bundle blobs opm writes."""
+"""``catalog render``: bundle directories and images as the olm.bundle blobs opm writes.
+
+Behaviour goes through the library and the ``catalog_render`` action in-process; the CLI
+tests check only the wiring (what is printed, exit codes, errors naming flags)."""
 
 from __future__ import annotations
 
@@ -9,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from olmtool.actions import catalog_render
 from olmtool.bundle.model import load_bundle
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.load import parse_blobs
 from olmtool.catalog.publish import catalog_image
 from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
-from olmtool.errors import InputError
+from olmtool.errors import ArgumentError, InputError, OlmtoolError
 from olmtool.images import LocalRegistry, build_image, push
-from tests.test_cli import olmtool
+from tests.catalog.test_cli_validate import cli
 
 REPO = Path(__file__).resolve().parents[2]
 ETCD = REPO / "bundle/etcd-operator"
@@ -126,19 +130,45 @@ def test_directory_that_is_not_a_bundle_is_one_clear_error(tmp_path: Path) -> No
     shutil.rmtree(root / "metadata")
     with pytest.raises(InputError, match="not a valid bundle: the bundle has no metadata/"):
         render_bundle_dir(root)
-    result = olmtool("catalog", "render", str(root), cwd=tmp_path)
+    # An InputError is what olmtool.cli.main prints as one line, without a traceback.
+    with pytest.raises(InputError, match="not a valid bundle"):
+        catalog_render([root])
+    result = cli("catalog", "render", str(root))
     assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    assert "not a valid bundle" in result.stderr
+    assert isinstance(result.exception, OlmtoolError)
+    assert "not a valid bundle" in (result.error or "")
 
 
-def test_render_command_emits_json_blobs_the_loader_reads(tmp_path: Path) -> None:
-    result = olmtool("catalog", "render", str(ETCD / "0.1.0"), str(ETCD / "0.2.0"), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
+def test_render_action_renders_each_source_in_order() -> None:
+    config = catalog_render([ETCD / "0.1.0", ETCD / "0.2.0"])
+    assert [b.name for b in config.bundles] == ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"]
+    image = "localhost:5000/olmtool/etcd-operator-bundle:0.3.0"
+    (bundle,) = catalog_render([ETCD / "0.3.0"], image=image).bundles
+    assert bundle.image == image
+    with pytest.raises(ArgumentError, match="needs exactly one bundle directory") as two:
+        catalog_render([ETCD / "0.1.0", ETCD / "0.2.0"], image=image)
+    assert two.value.argument == "image"
+
+
+def test_render_command_emits_json_blobs_the_loader_reads() -> None:
+    result = cli("catalog", "render", str(ETCD / "0.1.0"), str(ETCD / "0.2.0"))
+    assert result.returncode == 0, result.exception
     blobs, problems = parse_blobs(result.stdout, "stdout")
     assert not problems
     assert [b.data["name"] for b in blobs] == ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"]
     assert result.stdout.startswith('{\n    "schema": "olm.bundle",')
+
+
+def test_render_command_yaml_and_flag_errors() -> None:
+    as_yaml = cli("catalog", "render", str(ETCD / "0.1.0"), "-o", "yaml")
+    assert as_yaml.returncode == 0, as_yaml.exception
+    assert as_yaml.stdout.startswith("---\n")
+    assert "name: etcd-operator.v0.1.0" in as_yaml.stdout
+    two = cli("catalog", "render", str(ETCD / "0.1.0"), str(ETCD / "0.2.0"), "--image", "x:1")
+    assert two.returncode == 1
+    assert two.error == "--image needs exactly one bundle directory"
+    assert cli("catalog", "render").returncode == 2
+    assert cli("catalog", "render", str(ETCD / "0.1.0"), "-o", "xml").returncode == 2
 
 
 def test_render_passes_catalogs_through() -> None:
