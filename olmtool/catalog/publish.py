@@ -13,7 +13,7 @@ from pathlib import Path
 
 import semver
 
-from olmtool.bundle.source import names_registry
+from olmtool.bundle.source import SourceKind, names_registry, open_bundle, resolve_source
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
@@ -21,7 +21,7 @@ from olmtool.catalog.render import (
     CATALOG_LABEL,
     BundlePayload,
     RenderedBundle,
-    render_bundle_dir,
+    render_bundle,
     render_opened,
 )
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
@@ -80,11 +80,16 @@ def _expand(pattern: str, base: Path) -> list[str]:
 
 
 def _render_one(item: str, source: PackageSource, payload: BundlePayload) -> RenderedBundle:
-    rendered = render_opened(item, payload=payload)
-    if source.image and Path(item).is_dir():
-        version = rendered.bundle.version
-        image = source.image.format(package=rendered.bundle.package, version=version)
-        rendered = render_bundle_dir(Path(item), image=image, payload=payload)
+    """Render one bundle (loaded once); a directory's pull spec comes from the source's
+    ``image`` pattern, which needs the bundle's version first."""
+    resolved = resolve_source(item)
+    image = resolved.text if resolved.kind is SourceKind.image else ""
+    with open_bundle(resolved) as files:
+        rendered = render_bundle(files, image=image, payload=payload)
+        if source.image and resolved.kind is SourceKind.directory:
+            bundle = rendered.bundle
+            image = source.image.format(package=bundle.package, version=bundle.version)
+            rendered = render_bundle(files, image=image, payload=payload)
     return rendered
 
 
@@ -260,9 +265,11 @@ def add_bundle(
     ``channels`` default to the bundle's annotated ones; ``image`` is the pull spec to
     record for a bundle directory (an image's own reference is recorded otherwise).
     """
-    rendered = render_opened(bundle_source, payload=payload)
-    if image and Path(bundle_source).is_dir():
-        rendered = render_bundle_dir(Path(bundle_source), image=image, payload=payload)
+    resolved = resolve_source(bundle_source)
+    if resolved.kind is SourceKind.image:
+        image = resolved.text
+    with open_bundle(resolved) as files:
+        rendered = render_bundle(files, image=image or "", payload=payload)
     bundle = rendered.bundle
     package_dir = root / bundle.package
     existing = load_catalog_strict(package_dir) if package_dir.is_dir() else dc.DeclarativeConfig()
