@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import semver
@@ -233,12 +233,10 @@ def _floor(
 
 
 @dataclass
-class EntryView:
-    name: str
-    version: str
-    replaces: str = ""
-    skips: list[str] = field(default_factory=list)
-    skip_range: str = ""
+class EntryView(dc.ChannelEntry):
+    """A channel entry (its upgrade fields) with what the tree shows beside it."""
+
+    version: str = ""
     head: bool = False
     deprecated: str = ""  # the deprecation message, "" when not deprecated
 

@@ -237,25 +237,14 @@ def _properties(
         if _get(document, "spec.version"):  # apiextensions v1beta1's single version
             found.append(_gvk(dc.PROP_GVK, group, kind, _get(document, "spec.version")))
     for owned in _get(csv, "spec.apiservicedefinitions.owned") or []:
-        found.append(
-            _gvk(
-                dc.PROP_GVK, owned.get("group", ""), owned.get("kind", ""), owned.get("version", "")
-            )
-        )
+        found.append(_gvk_of(dc.PROP_GVK, owned))
     for required in _get(csv, "spec.customresourcedefinitions.required") or []:
         group = str(required.get("name", "")).partition(".")[2]
         found.append(
             _gvk(dc.PROP_GVK_REQUIRED, group, required.get("kind", ""), required.get("version", ""))
         )
     for required in _get(csv, "spec.apiservicedefinitions.required") or []:
-        found.append(
-            _gvk(
-                dc.PROP_GVK_REQUIRED,
-                required.get("group", ""),
-                required.get("kind", ""),
-                required.get("version", ""),
-            )
-        )
+        found.append(_gvk_of(dc.PROP_GVK_REQUIRED, required))
     found += _dependencies(files)
     found += _passthrough(files, csv)
     return _sorted_unique(found)
@@ -265,6 +254,13 @@ def _gvk(type_: str, group: str, kind: str, version: str) -> dc.Property:
     return dc.Property(type_, {"group": group, "kind": kind, "version": version})
 
 
+def _gvk_of(type_: str, mapping: dict[str, Any]) -> dc.Property:
+    """A GVK property from a mapping with group, kind and version keys (missing: "")."""
+    return _gvk(
+        type_, mapping.get("group", ""), mapping.get("kind", ""), mapping.get("version", "")
+    )
+
+
 def _dependencies(files: BundleFiles) -> list[dc.Property]:
     """metadata/dependencies.yaml: olm.gvk, olm.package and olm.constraint dependencies."""
     document = _metadata_yaml(files, DEPENDENCIES_FILE)
@@ -272,14 +268,7 @@ def _dependencies(files: BundleFiles) -> list[dc.Property]:
     for index, item in enumerate((document or {}).get("dependencies") or []):
         type_, value = item.get("type"), item.get("value") or {}
         if type_ == "olm.gvk":
-            found.append(
-                _gvk(
-                    dc.PROP_GVK_REQUIRED,
-                    value.get("group", ""),
-                    value.get("kind", ""),
-                    value.get("version", ""),
-                )
-            )
+            found.append(_gvk_of(dc.PROP_GVK_REQUIRED, value))
         elif type_ == "olm.package":
             found.append(
                 dc.Property(

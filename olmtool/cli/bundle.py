@@ -8,20 +8,7 @@ import typer
 
 from olmtool.actions import BundleBuildResult, bundle_build, bundle_validate
 from olmtool.bundle.checks import OPTIONAL_SUITES
-from olmtool.cli.output import (
-    ConfigOption,
-    OutputFormat,
-    OutputOption,
-    emit,
-    escape,
-    exit_if,
-    image_target,
-    print_diffs,
-    print_findings,
-    print_saved_image,
-    stderr,
-    stdout,
-)
+from olmtool.cli import output as out
 from olmtool.errors import display_path
 
 app = typer.Typer(
@@ -30,22 +17,17 @@ app = typer.Typer(
 )
 
 
+IMAGE, LAYOUT, PUSH = out.image_options("bundle", "build/oci/<package>-<version>")
+
+
 @app.command()
 def build(
-    config: Path | None = ConfigOption,
-    check: bool = typer.Option(
-        False, "--check", help="Write nothing; exit 1 with a diff if the bundle is stale."
-    ),
-    image: str | None = typer.Option(
-        None, "--image", "-i", help="Also build the bundle image REF as an OCI layout."
-    ),
-    layout: Path | None = typer.Option(
-        None,
-        "--layout",
-        help="Where to write the OCI layout (default: build/oci/<package>-<version>).",
-    ),
-    push_image: bool = typer.Option(False, "--push", help="Push the image to its registry."),
-    output: OutputFormat = OutputOption,
+    config: Path | None = out.ConfigOption,
+    check: bool = out.check_option("the bundle is"),
+    image: str | None = IMAGE,
+    layout: Path | None = LAYOUT,
+    push_image: bool = PUSH,
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Write bundle/<package>/<version>/ from the bundle section of olmtool.yaml.
 
@@ -57,32 +39,27 @@ def build(
 
       olmtool bundle build --image 127.0.0.1:5000/etcd-operator-bundle:0.3.0 --push
     """
-    with stderr.status("building the bundle") as spinner:
-        result = bundle_build(
-            config=config,
-            check=check,
-            image=image_target(image, layout, push_image),
-            progress=spinner.update,
-        )
-    emit(result.as_dict(), output, lambda: _print_build(result))
-    exit_if(result.failed)
+    target = out.image_target(image, layout, push_image)
+    result = out.with_progress("building", bundle_build, config=config, check=check, image=target)
+    out.emit(result.as_dict(), output, lambda: _print_build(result))
+    out.exit_if(result.failed)
 
 
 def _print_build(result: BundleBuildResult) -> None:
     bundle, difference = result.bundle, result.difference
-    where = escape(display_path(bundle.directory))
+    where = out.escape(display_path(bundle.directory))
     if result.check:
-        print_diffs(difference.diffs)
-        stdout.print(f"bundle {where}: {'stale' if difference.stale else 'up to date'}")
+        out.print_diffs(difference.diffs)
+        out.stdout.print(f"bundle {where}: {'stale' if difference.stale else 'up to date'}")
         if difference.stale:
-            stdout.print("run [bold]olmtool bundle build[/] to update it")
+            out.stdout.print("run [bold]olmtool bundle build[/] to update it")
     else:
         for name in difference.changed:
-            stdout.print(f"[green]wrote[/] {escape(name)}")
-        stdout.print(
+            out.stdout.print(f"[green]wrote[/] {out.escape(name)}")
+        out.stdout.print(
             f"bundle {where}: {len(bundle.files)} files, {len(difference.changed)} changed"
         )
-    print_saved_image(result.image)
+    out.print_saved_image(result.image)
 
 
 @app.command()
@@ -100,7 +77,7 @@ def validate(
         "--k8s-version",
         help="Kubernetes version to check deprecated APIs against (default: spec.minKubeVersion).",
     ),
-    output: OutputFormat = OutputOption,
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Check a bundle as OLM and operator-framework's validators would, and more.
 
@@ -117,12 +94,12 @@ def validate(
     report = bundle_validate(target, select=select or [], k8s_version=k8s_version)
 
     def text() -> None:
-        print_findings(report.findings)
+        out.print_findings(report.findings)
         verdict = "[green]valid[/]" if report.passed(strict=strict) else "[red]invalid[/]"
-        stdout.print(
-            f"{escape(report.bundle)}: {verdict}: {len(report.errors)} error(s), "
+        out.stdout.print(
+            f"{out.escape(report.bundle)}: {verdict}: {len(report.errors)} error(s), "
             f"{len(report.warnings)} warning(s) ({', '.join(report.suites)})"
         )
 
-    emit(report.as_dict(strict=strict), output, text)
-    exit_if(not report.passed(strict=strict))
+    out.emit(report.as_dict(strict=strict), output, text)
+    out.exit_if(not report.passed(strict=strict))

@@ -11,7 +11,16 @@ from olmtool.actions import (
     cluster_status,
     cluster_up,
 )
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stderr, stdout
+from olmtool.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    escape,
+    exit_if,
+    stderr,
+    stdout,
+    with_progress,
+)
 from olmtool.cluster import local
 from olmtool.cluster.assets import ensure_assets
 
@@ -42,14 +51,14 @@ def up(
 
       olmtool cluster up --name ci --registry-port 0 -o json
     """
-    with stderr.status("starting the cluster") as spinner:
-        cluster = cluster_up(
-            name,
-            registry_port=None if no_registry else registry_port,
-            node=not no_node,
-            timeout=timeout,
-            progress=spinner.update,
-        )
+    cluster = with_progress(
+        "starting the cluster",
+        cluster_up,
+        name=name,
+        registry_port=None if no_registry else registry_port,
+        node=not no_node,
+        timeout=timeout,
+    )
     emit(
         cluster.as_dict(),
         output,

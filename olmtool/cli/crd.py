@@ -7,17 +7,7 @@ from pathlib import Path
 import typer
 
 from olmtool.actions import CrdGenerateResult, crd_generate, crd_validate
-from olmtool.cli.output import (
-    ConfigOption,
-    OutputFormat,
-    OutputOption,
-    emit,
-    escape,
-    exit_if,
-    print_diffs,
-    print_findings,
-    stdout,
-)
+from olmtool.cli import output as out
 from olmtool.config import ProjectNotFound
 from olmtool.errors import InputError, display_path
 
@@ -39,11 +29,9 @@ def generate(
     output_dir: Path | None = typer.Option(
         None, "--output-dir", "-d", help="Where to write the CRDs."
     ),
-    config: Path | None = ConfigOption,
-    check: bool = typer.Option(
-        False, "--check", help="Write nothing; exit 1 with a diff if files are stale."
-    ),
-    output: OutputFormat = OutputOption,
+    config: Path | None = out.ConfigOption,
+    check: bool = out.check_option("files are"),
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Write a CRD per CustomResource declared in Python schemas.
 
@@ -63,27 +51,27 @@ def generate(
         raise InputError(
             f"{exc}; pass --config or the schema modules on the command line"
         ) from None
-    emit(result.as_dict(), output, lambda: _print_generate(result))
-    exit_if(result.failed)
+    out.emit(result.as_dict(), output, lambda: _print_generate(result))
+    out.exit_if(result.failed)
 
 
 def _print_generate(result: CrdGenerateResult) -> None:
-    where = escape(display_path(result.output_dir))
+    where = out.escape(display_path(result.output_dir))
     count = len(result.files)
     if result.check:
-        print_diffs(result.difference.diffs)
+        out.print_diffs(result.difference.diffs)
         for p in (*result.written, *result.removed):
-            stdout.print(f"[yellow]stale:[/] {escape(display_path(p))}")
+            out.stdout.print(f"[yellow]stale:[/] {out.escape(display_path(p))}")
         stale = result.difference.stale
-        stdout.print(f"{count} CRD(s) in {where}: {'stale' if stale else 'up to date'}")
+        out.stdout.print(f"{count} CRD(s) in {where}: {'stale' if stale else 'up to date'}")
         if stale:
-            stdout.print("run [bold]olmtool crd generate[/] to update them")
+            out.stdout.print("run [bold]olmtool crd generate[/] to update them")
         return
     for p in result.written:
-        stdout.print(f"[green]wrote[/] {escape(display_path(p))}")
+        out.stdout.print(f"[green]wrote[/] {out.escape(display_path(p))}")
     for p in result.removed:
-        stdout.print(f"[yellow]removed[/] {escape(display_path(p))}")
-    stdout.print(
+        out.stdout.print(f"[yellow]removed[/] {out.escape(display_path(p))}")
+    out.stdout.print(
         f"{count} CRD(s) in {where}: {len(result.written)} written, "
         f"{len(result.unchanged)} unchanged, {len(result.removed)} removed"
     )
@@ -93,7 +81,7 @@ def _print_generate(result: CrdGenerateResult) -> None:
 def validate(
     paths: list[Path] = typer.Argument(..., help="CRD files, or directories to search for them."),
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too."),
-    output: OutputFormat = OutputOption,
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Check CRDs as the kube-apiserver would, structural-schema rules included.
 
@@ -111,11 +99,11 @@ def validate(
     }
 
     def text() -> None:
-        print_findings(result.findings, checks=False)
-        stdout.print(
+        out.print_findings(result.findings, checks=False)
+        out.stdout.print(
             f"{result.crds_checked} CRD(s) checked: {len(result.errors)} error(s), "
             f"{len(result.warnings)} warning(s)"
         )
 
-    emit(data, output, text)
-    exit_if(not result.passed(strict=strict))
+    out.emit(data, output, text)
+    out.exit_if(not result.passed(strict=strict))

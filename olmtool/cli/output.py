@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -17,6 +17,8 @@ from olmtool.config import ProjectNotFound
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
 from olmtool.findings import Finding
 from olmtool.images import ImageTarget, SavedImage
+
+T = TypeVar("T")
 
 # soft_wrap: one finding stays on one line however narrow the terminal (or CI log) is.
 stdout = Console(soft_wrap=True, highlight=False)
@@ -32,6 +34,25 @@ class OutputFormat(StrEnum):
 ConfigOption = typer.Option(
     None, "--config", "-c", help="Project file (default: olmtool.yaml found upward)."
 )
+
+
+def check_option(what: str) -> Any:
+    """``--check``: compare with what is on disk instead of writing."""
+    return typer.Option(
+        False, "--check", help=f"Write nothing; exit 1 with a diff if {what} stale."
+    )
+
+
+def image_options(what: str, default_layout: str) -> tuple[Any, Any, Any]:
+    """``--image REF``, ``--layout DIR`` and ``--push`` for commands that build an image."""
+    return (
+        typer.Option(None, "--image", "-i", help=f"Also build the {what} image REF (OCI layout)."),
+        typer.Option(
+            None, "--layout", help=f"Where to write the OCI layout (default: {default_layout})."
+        ),
+        typer.Option(False, "--push", help=f"Push the {what} image to its registry."),
+    )
+
 
 OutputOption = typer.Option(
     OutputFormat.text, "--output", "-o", help="Output format: text for people, json/yaml for CI."
@@ -57,6 +78,12 @@ def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
+
+
+def with_progress(message: str, action: Callable[..., T], **arguments: Any) -> T:
+    """Run a long action with a spinner on stderr that shows its progress lines."""
+    with stderr.status(message) as spinner:
+        return action(**arguments, progress=spinner.update)
 
 
 def image_target(image: str | None, layout: Path | None, push_image: bool) -> ImageTarget | None:

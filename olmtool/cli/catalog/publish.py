@@ -9,38 +9,21 @@ import typer
 from olmtool.actions import CatalogPublishResult, catalog_add, catalog_publish
 from olmtool.catalog.render import BundlePayload
 from olmtool.catalog.write import CatalogFormat
+from olmtool.cli import output as out
 from olmtool.cli.catalog import app
-from olmtool.cli.output import (
-    ConfigOption,
-    OutputFormat,
-    OutputOption,
-    emit,
-    escape,
-    exit_if,
-    image_target,
-    print_diffs,
-    print_findings,
-    print_saved_image,
-    stderr,
-    stdout,
-)
 from olmtool.errors import display_path
+
+IMAGE, LAYOUT, PUSH = out.image_options("catalog", "build/oci/catalog")
 
 
 @app.command("publish")
 def publish_command(
-    config: Path | None = ConfigOption,
-    check: bool = typer.Option(
-        False, "--check", help="Write nothing; exit 1 with a diff if the catalog is stale."
-    ),
-    image: str | None = typer.Option(
-        None, "--image", "-i", help="Also build the catalog image REF (OCI layout)."
-    ),
-    layout: Path | None = typer.Option(
-        None, "--layout", help="Where to write the OCI layout (default: build/oci/catalog)."
-    ),
-    push_image: bool = typer.Option(False, "--push", help="Push the catalog image."),
-    output: OutputFormat = OutputOption,
+    config: Path | None = out.ConfigOption,
+    check: bool = out.check_option("the catalog is"),
+    image: str | None = IMAGE,
+    layout: Path | None = LAYOUT,
+    push_image: bool = PUSH,
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Write catalog/<package>/ from the catalog section of olmtool.yaml.
 
@@ -55,15 +38,12 @@ def publish_command(
 
       olmtool catalog publish --image 127.0.0.1:5000/olmtool/etcd-catalog:latest --push
     """
-    with stderr.status("publishing") as spinner:
-        result = catalog_publish(
-            config=config,
-            check=check,
-            image=image_target(image, layout, push_image),
-            progress=spinner.update,
-        )
-    emit(result.as_dict(), output, lambda: _print_publish(result))
-    exit_if(result.failed)
+    target = out.image_target(image, layout, push_image)
+    result = out.with_progress(
+        "publishing", catalog_publish, config=config, check=check, image=target
+    )
+    out.emit(result.as_dict(), output, lambda: _print_publish(result))
+    out.exit_if(result.failed)
 
 
 def _state(stale: bool, check: bool) -> str:
@@ -74,17 +54,17 @@ def _state(stale: bool, check: bool) -> str:
 
 def _print_publish(result: CatalogPublishResult) -> None:
     published, check = result.publish, result.check
-    print_findings(published.warnings)
+    out.print_findings(published.warnings)
     for name, difference in published.packages.items():
         if check:
-            print_diffs(difference.diffs)
-        stdout.print(f"package {escape(name)}: {_state(difference.stale, check)}")
+            out.print_diffs(difference.diffs)
+        out.stdout.print(f"package {out.escape(name)}: {_state(difference.stale, check)}")
     if published.dockerfile:
-        where = escape(display_path(published.dockerfile))
-        stdout.print(f"{where}: {_state(published.dockerfile_stale, check)}")
+        where = out.escape(display_path(published.dockerfile))
+        out.stdout.print(f"{where}: {_state(published.dockerfile_stale, check)}")
     if check and published.stale:
-        stdout.print("run [bold]olmtool catalog publish[/] to update it")
-    print_saved_image(result.image, layout=False)
+        out.stdout.print("run [bold]olmtool catalog publish[/] to update it")
+    out.print_saved_image(result.image, layout=False)
 
 
 @app.command("add")
@@ -103,7 +83,7 @@ def add_command(
     csv_metadata: bool = typer.Option(
         False, "--csv-metadata", help="Carry olm.csv.metadata instead of olm.bundle.object."
     ),
-    output: OutputFormat = OutputOption,
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Add one bundle to its package's channels, using its CSV's replaces/skips/skipRange.
 
@@ -118,11 +98,11 @@ def add_command(
     result = catalog_add(
         bundle, catalog=catalog, channels=channel or (), image=image, fmt=fmt, payload=payload
     )
-    emit(
+    out.emit(
         result.as_dict(),
         output,
-        lambda: stdout.print(
-            f"[green]added[/] {escape(result.bundle.name)} to {escape(result.bundle.package)} "
+        lambda: out.stdout.print(
+            f"[green]added[/] {out.escape(result.bundle.name)} to {out.escape(result.bundle.package)} "
             f"({', '.join(result.channels)})"
         ),
     )

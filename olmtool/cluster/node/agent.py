@@ -127,12 +127,12 @@ class NodeAgent:
         self.allocatable = self._capacity()
         self.api = PodApi(self.kube)
         self.settings = NodeSettings(
-            state_dir=self.state_dir,
-            host_ip=self.host_ip,
-            isolated=self.isolated,
-            backoff_base=self.backoff_base,
-            allocatable=self.allocatable,
-            ca_bytes=self.ca_bytes,
+            self.state_dir,
+            self.host_ip,
+            self.isolated,
+            self.backoff_base,
+            self.allocatable,
+            self.ca_bytes,
             service_env=apiserver_env(self.kube.server),
         )
         self.register()

@@ -14,14 +14,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olmtool.cluster.node import probes, process
-from olmtool.cluster.node.env import Lookup, PodFacts, build_env, expand_all
+from olmtool.cluster.node.env import PodFacts, build_env, expand_all
 from olmtool.cluster.node.runtime import DEFAULT_PATH, ImageError, ResolvedImage
 from olmtool.cluster.node.state import CANNOT_RUN, ContainerState, Termination
 from olmtool.cluster.node.status import Backoff, cap_for, exit_code_of, will_restart
 from olmtool.cluster.node.volumes import Mount, can_create, rewrite, rewrite_table
+
+if TYPE_CHECKING:
+    from olmtool.cluster.node.host import NodeSettings
+    from olmtool.cluster.node.kube import PodApi
 
 JSON = dict[str, Any]
 DEFAULT_GRACE = 30.0  # terminationGracePeriodSeconds' default
@@ -204,20 +208,19 @@ def launch_spec(
     facts: PodFacts,
     mounts: list[Mount],
     *,
-    configmap: Lookup,
-    secret: Lookup,
-    base_env: Mapping[str, str],
+    api: PodApi,
+    settings: NodeSettings,
     hostname: str,
     hosts_file: Path,
-    isolated: bool,
 ) -> process.LaunchSpec:
-    """How to start ``c`` from ``image``: its environment, command (made runnable here),
-    working directory and mounts. Sets ``c.exec_table`` (the paths its commands see
-    rewritten). Raises ``ConfigError`` or ``ImageError``."""
-    spec = c.spec
+    """How to start ``c`` from ``image``: its environment (``api`` looks up config maps
+    and secrets), command (made runnable here), working directory and mounts. Sets
+    ``c.exec_table`` (the paths its commands see rewritten). Raises ``ConfigError`` or
+    ``ImageError``."""
+    spec, isolated = c.spec, settings.isolated
     base = {"PATH": DEFAULT_PATH, "HOME": "/root", **image.env, "HOSTNAME": hostname}
-    base.update(base_env)
-    env = build_env(spec, facts, configmap=configmap, secret=secret, base=base)
+    base.update(settings.service_env)
+    env = build_env(spec, facts, configmap=api.configmap, secret=api.secret, base=base)
     command = expand_all(spec.get("command") or [], env)
     args = expand_all(spec.get("args") or [], env)
     table = rewrite_table(mounts, image.path_map)

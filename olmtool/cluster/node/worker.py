@@ -19,14 +19,8 @@ import threading
 import time
 from typing import Any
 
-from olmtool.cluster.node import logs, probes, process
-from olmtool.cluster.node.containers import (
-    HOOK_TIMEOUT,
-    PROBES,
-    Container,
-    grace_period,
-    launch_spec,
-)
+from olmtool.cluster.node import containers, logs, probes, process
+from olmtool.cluster.node.containers import Container
 from olmtool.cluster.node.env import ConfigError, PodFacts
 from olmtool.cluster.node.host import PodHost
 from olmtool.cluster.node.kube import now
@@ -172,7 +166,7 @@ class PodWorker:
                 self._kill_all(self.shutdown_grace)
                 return
             if self.gone:
-                grace = grace_period(pod)
+                grace = containers.grace_period(pod)
                 self._kill_all(max(grace, MIN_GRACE) if grace else MIN_GRACE)
                 self._cleanup()
                 return
@@ -371,19 +365,18 @@ class PodWorker:
         return image
 
     def _launch_spec(self, c: Container, image: ResolvedImage) -> process.LaunchSpec:
-        settings, api = self.host.settings, self.host.api
+        settings = self.host.settings
         pod_spec = self.current_pod().get("spec") or {}
-        return launch_spec(
+        mounts = self.volumes.mounts(c.spec, pod_spec, settings.isolated)
+        return containers.launch_spec(
             c,
             image,
             self._facts(),
-            self.volumes.mounts(c.spec, pod_spec, settings.isolated),
-            configmap=api.configmap,
-            secret=api.secret,
-            base_env=settings.service_env,
+            mounts,
+            api=self.host.api,
+            settings=settings,
             hostname=self.hostname,
             hosts_file=self.hosts_file,
-            isolated=settings.isolated,
         )
 
     def _cannot_run(self, c: Container, message: str) -> None:
@@ -419,7 +412,7 @@ class PodWorker:
             self.inbox.put(("probe", c, instance, kind, ok, message))
             self.wake.set()
 
-        for kind, key in PROBES:
+        for kind, key in containers.PROBES:
             probe = spec.get(key)
             if not probe:
                 continue
@@ -448,7 +441,7 @@ class PodWorker:
         self._event(c, "Normal", "Killing", restart)
         proc = c.process
         if proc is not None:
-            grace = grace_period(self.current_pod())
+            grace = containers.grace_period(self.current_pod())
             threading.Thread(
                 target=process.terminate_group, args=(proc, grace), daemon=True
             ).start()
@@ -508,18 +501,18 @@ class PodWorker:
     def _post_start(self, c: Container, hook: JSON, proc: subprocess.Popen[bytes]) -> None:
         """Run a postStart hook; a failing one kills the container, as kubelet does."""
         try:
-            result = c.run_hook(hook, self.ip, self.host.settings.isolated, HOOK_TIMEOUT)
+            result = c.run_hook(hook, self.ip, self.host.settings.isolated, containers.HOOK_TIMEOUT)
         except Exception as exc:
             result = probes.ProbeResult(False, str(exc))
         if result.ok or proc.poll() is not None:
             return
         message = f"PostStartHook failed: {result.message}"
         self._event(c, "Warning", "FailedPostStartHook", message)
-        process.terminate_group(proc, grace_period(self.current_pod()))
+        process.terminate_group(proc, containers.grace_period(self.current_pod()))
 
     def _terminate(self, pod: JSON) -> None:
         """The Pod is being deleted: stop it, report, delete it for good (grace 0)."""
-        self._kill_all(grace_period(pod))
+        self._kill_all(containers.grace_period(pod))
         self._report()
         try:
             self.host.api.delete_pod(self.namespace, self.name, self.uid)

@@ -16,37 +16,24 @@ outlive the process.
 """
 
 from olmtool.serve.index.build import InvalidCatalogError, build_index
-from olmtool.serve.index.cache import DIGEST_FILE, INDEX_FILE, STORE_FILE, catalog_digest
-from olmtool.serve.index.data import (
-    FORMAT,
-    GVK,
-    BundleSummary,
-    ChannelSummary,
-    Entry,
-    EntryRef,
-    IndexData,
-    PackageSummary,
-)
+from olmtool.serve.index.cache import DIGEST_FILE, INDEX_FILE, STORE_FILE
+from olmtool.serve.index.data import GVK, BundleSummary, ChannelSummary, Entry, EntryRef
 from olmtool.serve.index.queries import CatalogIndex, NotFoundError
-from olmtool.serve.index.store import BlobRef, BlobStore
+from olmtool.serve.index.store import BlobRef
 
+# What the servers (grpc_server, http) and tests use; the rest stays inside the package.
 __all__ = [
     "DIGEST_FILE",
-    "FORMAT",
     "GVK",
     "INDEX_FILE",
     "STORE_FILE",
     "BlobRef",
-    "BlobStore",
     "BundleSummary",
     "CatalogIndex",
     "ChannelSummary",
     "Entry",
     "EntryRef",
-    "IndexData",
     "InvalidCatalogError",
     "NotFoundError",
-    "PackageSummary",
     "build_index",
-    "catalog_digest",
 ]
