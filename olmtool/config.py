@@ -25,8 +25,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from olmtool import yamlio
-from olmtool.bundle.settings import BundleSettings
-from olmtool.catalog.settings import CatalogSettings
+from olmtool.bundle import BundleSettings
+from olmtool.catalog import CatalogSettings
 from olmtool.errors import InputError
 
 CONFIG_NAME = "olmtool.yaml"

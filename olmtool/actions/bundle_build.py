@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.actions._project import project_section
-from olmtool.bundle import BuiltBundle, build_bundle, write_bundle
-from olmtool.bundle.image import bundle_image
+from olmtool.bundle import BuiltBundle, build_bundle, bundle_image, write_bundle
 from olmtool.errors import display_path
 from olmtool.fsutil import TreeDiff
 from olmtool.images import ImageTarget, SavedImage, save_image

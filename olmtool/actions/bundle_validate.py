@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from olmtool.bundle.source import open_bundle
-from olmtool.bundle.validate import Report, select_suites, validate_bundle
+from olmtool.bundle import Report, open_bundle, select_suites, validate_bundle
 
 
 def bundle_validate(

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from olmtool.catalog.publish import AddResult, add_bundle
-from olmtool.catalog.render import BundlePayload
-from olmtool.catalog.write import CatalogFormat
+from olmtool.catalog import AddResult, BundlePayload, CatalogFormat, add_bundle
 
 
 def catalog_add(

@@ -11,8 +11,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from olmtool.catalog.graph import PackageView, UpgradePath, mermaid, package_views, upgrade_paths
-from olmtool.catalog.load import load_catalog_strict
+from olmtool.catalog import (
+    PackageView,
+    UpgradePath,
+    load_catalog_strict,
+    mermaid,
+    package_views,
+    upgrade_paths,
+)
 from olmtool.errors import ArgumentError
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.actions._project import project_section
-from olmtool.catalog.publish import PublishResult, catalog_image, publish
+from olmtool.catalog import PublishResult, catalog_image, publish
 from olmtool.errors import display_path
 from olmtool.images import ImageTarget, SavedImage, save_image
 

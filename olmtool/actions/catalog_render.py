@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from olmtool.catalog import BundlePayload, render, render_bundle_dir
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
 from olmtool.errors import ArgumentError
 
 

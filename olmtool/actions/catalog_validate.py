@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool.catalog.validate import Report, validate_catalog
+from olmtool.catalog import Report, validate_catalog
 
 
 def catalog_validate(directory: str | Path) -> Report:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from olmtool.crd.lint import LintResult, check_crd_files
+from olmtool.crd import LintResult, check_crd_files
 
 
 def crd_validate(paths: Sequence[Path]) -> LintResult:

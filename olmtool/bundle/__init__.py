@@ -10,15 +10,40 @@ runs the upstream validators' checks (plus the ones upstream misses) over it.
 """
 
 from olmtool.bundle.build import BuiltBundle, build_bundle, manifest_file_name, write_bundle
+from olmtool.bundle.checks import OPTIONAL_SUITES
 from olmtool.bundle.csv import generate_csv, merge_into_base
+from olmtool.bundle.image import bundle_image
+from olmtool.bundle.model import Bundle, load_bundle
 from olmtool.bundle.settings import BundleSettings
+from olmtool.bundle.source import (
+    Source,
+    SourceKind,
+    names_registry,
+    open_bundle,
+    resolve_source,
+    unpacked_image,
+)
+from olmtool.bundle.validate import Report, select_suites, validate_bundle
 
 __all__ = [
+    "OPTIONAL_SUITES",
     "BuiltBundle",
+    "Bundle",
     "BundleSettings",
+    "Report",
+    "Source",
+    "SourceKind",
     "build_bundle",
+    "bundle_image",
     "generate_csv",
+    "load_bundle",
     "manifest_file_name",
     "merge_into_base",
+    "names_registry",
+    "open_bundle",
+    "resolve_source",
+    "select_suites",
+    "unpacked_image",
+    "validate_bundle",
     "write_bundle",
 ]

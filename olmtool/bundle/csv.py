@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from olmtool import yamlio
 from olmtool.bundle.format import CSV_API_VERSION, CSV_KIND
 from olmtool.bundle.settings import INSTALL_MODE_TYPES, BundleSettings, Deployment, OwnedApi
-from olmtool.crd.resource import version_sort_key
+from olmtool.crd import version_sort_key
 
 WATCH_NAMESPACE_ENV = {
     "name": "WATCH_NAMESPACE",

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from olmtool.crd.validation import validate_object
+from olmtool.crd import validate_object
 
 
 @dataclass(frozen=True)

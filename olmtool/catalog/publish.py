@@ -13,7 +13,7 @@ from pathlib import Path
 
 import semver
 
-from olmtool.bundle.source import SourceKind, names_registry, open_bundle, resolve_source
+from olmtool.bundle import SourceKind, names_registry, open_bundle, resolve_source
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict

@@ -17,10 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from olmtool import yamlio
+from olmtool.bundle import Bundle as BundleFiles
+from olmtool.bundle import (
+    Source,
+    SourceKind,
+    load_bundle,
+    open_bundle,
+    resolve_source,
+    unpacked_image,
+)
 from olmtool.bundle import format as fmt
-from olmtool.bundle.model import Bundle as BundleFiles
-from olmtool.bundle.model import load_bundle
-from olmtool.bundle.source import Source, SourceKind, open_bundle, resolve_source, unpacked_image
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.load import load_catalog_strict, load_texts

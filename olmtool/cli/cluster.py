@@ -21,8 +21,7 @@ from olmtool.cli.output import (
     stdout,
     with_progress,
 )
-from olmtool.cluster import local
-from olmtool.cluster.assets import ensure_assets
+from olmtool.cluster import ensure_assets, local
 
 app = typer.Typer(
     help="Run a local Kubernetes cluster (real apiserver, controllers, scheduler; pods as processes).",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import secrets
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import time
@@ -23,8 +22,9 @@ from pathlib import Path
 from olmtool import yamlio
 from olmtool.cluster import pki
 from olmtool.errors import OlmtoolError
+from olmtool.ports import LOOPBACK, free_ports
+from olmtool.ports import free_port as free_port  # re-exported: callers predate olmtool.ports
 
-LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.0.0.0/24"
 # Controllers that need a cloud, CNI or CSR signing are off; nodelifecycle too: the node
 # agent clears the not-ready taint itself and there is one node to evict nothing to.
@@ -66,18 +66,6 @@ class ControlPlane:
         self.processes.clear()
 
 
-def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
-    """``count`` distinct free ports (held open together, so none is handed out twice)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind((host, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def _tail(log: Path, size: int = 4096) -> str:
     try:
         with log.open("rb") as handle:
@@ -86,12 +74,6 @@ def _tail(log: Path, size: int = 4096) -> str:
             return handle.read().decode(errors="replace")
     except OSError:
         return ""
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager

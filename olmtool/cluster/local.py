@@ -181,7 +181,7 @@ def _record(cluster: Cluster, plane: ControlPlane) -> None:
 
 
 def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> str:
-    from olmtool.images.localregistry import LocalRegistryError, start_registry
+    from olmtool.images import LocalRegistryError, start_registry
 
     try:
         registry = start_registry(state_dir / "registry", port=port)

@@ -27,6 +27,7 @@ from olmtool.crd.generate import (
     render_crd,
     sync_files,
 )
+from olmtool.crd.lint import LintResult, check_crd_files
 from olmtool.crd.markers import (
     EmbeddedResource,
     Format,
@@ -38,7 +39,7 @@ from olmtool.crd.markers import (
     object_markers,
 )
 from olmtool.crd.openapi import model_to_openapi
-from olmtool.crd.resource import CustomResource, PrinterColumn, Scale, Version
+from olmtool.crd.resource import CustomResource, PrinterColumn, Scale, Version, version_sort_key
 from olmtool.crd.structural import Violation, check_crd, check_schema
 from olmtool.crd.types import (
     Condition,
@@ -58,6 +59,7 @@ __all__ = [
     "Format",
     "GeneratedFile",
     "IntOrString",
+    "LintResult",
     "ListType",
     "LoadedResource",
     "MapType",
@@ -73,6 +75,7 @@ __all__ = [
     "Version",
     "Violation",
     "check_crd",
+    "check_crd_files",
     "check_schema",
     "generate_crds",
     "load_resources",
@@ -82,4 +85,5 @@ __all__ = [
     "render_crd",
     "sync_files",
     "validate_object",
+    "version_sort_key",
 ]

@@ -22,8 +22,8 @@ from types import TracebackType
 import httpx
 
 from olmtool import yamlio
-from olmtool.cluster.controlplane import LOOPBACK, free_port
 from olmtool.errors import OlmtoolError
+from olmtool.ports import LOOPBACK, free_port
 
 BINARY = "docker-registry"
 DEBIAN_BINARY = Path("/usr/bin/docker-registry")

@@ -90,7 +90,7 @@ def test_validate_reads_a_bundle_image(project: Path, registry: LocalRegistry) -
 
 @pytest.mark.e2e
 def test_push_refused_is_one_line(project: Path, tmp_path: Path) -> None:
-    from olmtool.cluster.controlplane import free_port
+    from olmtool.ports import free_port
 
     ref = f"127.0.0.1:{free_port()}/widget-operator-bundle:1.2.0"
     target = ImageTarget(ref, layout=tmp_path / "layout", push=True)

@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from olmtool.cluster.controlplane import free_port
 from olmtool.errors import InputError
 from olmtool.images import (
     Challenge,
@@ -28,6 +27,7 @@ from olmtool.images import (
     push,
 )
 from olmtool.images.image import OCI_INDEX, canonical_json, digest_of
+from olmtool.ports import free_port
 
 REF = "fake.example/etcd/bundle:0.1.0"
 IMAGE = build_image(

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster.controlplane import free_port
 from olmtool.images import (
     Credentials,
     LocalRegistry,
@@ -21,6 +20,7 @@ from olmtool.images import (
     read_oci_layout,
     write_oci_layout,
 )
+from olmtool.ports import free_port
 from tests.conftest import USER, Skopeo
 
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of, examples_of, owned_entries
 from olmtool.bundle.examples import example_problems
 from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.crd.structural import check_crd
+from olmtool.crd import check_crd
 
 IMAGE_REFERENCE = re.compile(
     r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from olmtool.actions import GraphView, catalog_graph
-from olmtool.catalog.graph import ChannelView, EntryView, PackageView, UpgradePath
+from olmtool.catalog import ChannelView, EntryView, PackageView, UpgradePath
 from olmtool.cli.catalog import app
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
 

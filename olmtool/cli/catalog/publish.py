@@ -7,8 +7,7 @@ from pathlib import Path
 import typer
 
 from olmtool.actions import CatalogPublishResult, catalog_add, catalog_publish
-from olmtool.catalog.render import BundlePayload
-from olmtool.catalog.write import CatalogFormat
+from olmtool.catalog import BundlePayload, CatalogFormat
 from olmtool.cli import output as out
 from olmtool.cli.catalog import app
 from olmtool.errors import display_path

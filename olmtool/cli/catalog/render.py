@@ -7,8 +7,7 @@ import sys
 import typer
 
 from olmtool.actions import catalog_render
-from olmtool.catalog.render import BundlePayload
-from olmtool.catalog.write import CatalogFormat, render_config
+from olmtool.catalog import BundlePayload, CatalogFormat, render_config
 from olmtool.cli.catalog import app
 
 

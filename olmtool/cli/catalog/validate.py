@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from olmtool.actions import catalog_validate
-from olmtool.catalog.validate import error_tree_lines
+from olmtool.catalog import error_tree_lines
 from olmtool.cli.catalog import app
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stdout
 from olmtool.errors import display_path

@@ -43,8 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from olmtool.errors import InternalError, OlmtoolError
-from olmtool.images import Reference, RegistryClient, is_loopback, parse_reference, pull
-from olmtool.images.image import digest_of
+from olmtool.images import Reference, RegistryClient, digest_of, is_loopback, parse_reference, pull
 
 log = logging.getLogger(__name__)
 

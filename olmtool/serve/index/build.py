@@ -18,14 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from olmtool.catalog import CHECKS, Finding, Report, check_model, inspect_bundle, load, report
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import load
-from olmtool.catalog.bundle_checks import inspect_bundle
-from olmtool.catalog.checks import CHECKS
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.model import ModelBuilder
 from olmtool.catalog.model import Package as ModelPackage
-from olmtool.catalog.validate import Report, check_model, report
 from olmtool.errors import InputError, display_path
 from olmtool.serve.index.cache import catalog_digest, new_store, open_cache, save_cache
 from olmtool.serve.index.data import (
