@@ -127,6 +127,8 @@ FLAGS = {
     "image": "--image",
     "k8s_version": "--k8s-version",
     "minimum_version": "--minimum-version",
+    "node": "--no-node",
+    "registry_port": "--registry-port",
 }
 
 

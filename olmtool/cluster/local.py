@@ -28,7 +28,7 @@ from pathlib import Path
 
 from olmtool.cluster.assets import ensure_assets
 from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
-from olmtool.errors import InputError, OlmtoolError
+from olmtool.errors import ArgumentError, InputError, OlmtoolError
 
 STATE_FILE = "cluster.json"
 DEFAULT_NAME = "olmtool"
@@ -186,8 +186,13 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> str:
     try:
         registry = start_registry(state_dir / "registry", port=port)
     except LocalRegistryError as exc:
-        hint = " (another registry on it? use --registry-port 0)" if port else ""
-        raise ClusterError(f"registry on port {port}: {exc}{hint}") from None
+        if port:  # the port the caller chose is taken: 0 would pick a free one
+            raise ArgumentError(
+                f"{port} cannot serve the registry (another registry on it? 0 picks a free "
+                f"port): {exc}",
+                argument="registry_port",
+            ) from None
+        raise ClusterError(f"registry on port {port}: {exc}") from None
     pid = registry.process.pid
     cluster.components["registry"] = Component(pid, _start_time(pid) or 0)
     return registry.address
@@ -195,7 +200,7 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> str:
 
 def _start_node(cluster: Cluster, state_dir: Path) -> None:
     if importlib.util.find_spec("olmtool.cluster.node") is None:
-        raise ClusterError("this olmtool has no node agent; start with --no-node")
+        raise ArgumentError("is needed: this olmtool has no node agent", argument="node")
     args = [
         sys.executable,
         "-m",
