@@ -7,6 +7,7 @@ record is kept: :func:`inspect_bundle` is what validation and the catalog server
 
 from __future__ import annotations
 
+import functools
 import re
 
 from olmtool.catalog import declcfg as dc
@@ -38,19 +39,21 @@ class _BundleFindings:
 
 
 def inspect_bundle(
-    bundle: dc.Bundle, record: Bundle, *, decode_objects: bool = True
+    bundle: dc.Bundle, record: Bundle, *, decode_objects: bool = True, extra: bool = True
 ) -> tuple[list[Finding], str | None]:
     """Every finding about ``bundle`` alone, and its CSV's spec.replaces (None: no CSV).
 
     The objects are decoded once, here: CSVs are large, and the CSV's replaces is all
     later checks need of them. ``decode_objects=False`` leaves them alone (no
     olm.bundle.object finding, no CSV): the catalog server decodes them per request.
+    ``extra=False`` leaves out the GVK checks opm does not make.
     """
     out = _BundleFindings(bundle)
     csv_replaces = _check_properties(bundle, out, decode_objects=decode_objects)
     _check_package_property(bundle, record, out)
     _check_images(bundle, out)
-    _check_gvks(bundle, out)
+    if extra:
+        _check_gvks(bundle, out)
     if len(bundle.properties_of(dc.PROP_CSV_METADATA)) > 1:
         out.add("csv-metadata-multiple", "more than one olm.csv.metadata property")
     return out.found, csv_replaces
@@ -122,6 +125,7 @@ def _check_gvks(bundle: dc.Bundle, out: _BundleFindings) -> None:
                 out.add("gvk", f"{type_} {group}/{version}/{kind}: {why}")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # catalogs repeat the same images across bundles
 def _reference_problem(image: str) -> str | None:
     try:
         parse_reference(image)

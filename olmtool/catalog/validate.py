@@ -86,25 +86,33 @@ def report(findings: Iterable[Finding]) -> Report:
     return Report(ordered(list(findings)))
 
 
-def check_model(catalog: ResolvedCatalog) -> list[Finding]:
-    """The checks of resolved packages and channels (resolution's own findings aside).
+def check_model(catalog: ResolvedCatalog, *, extra: bool = True) -> list[Finding]:
+    """The checks of resolved packages and channels (resolution's own findings aside);
+    ``extra`` False leaves out the checks opm does not make (what serving needs).
 
     Packages no olm.package declares, and channels resolution refused (duplicates, no
     name, no entries), are not checked: resolution reported them already.
     """
     found: list[Finding] = []
     for package in catalog.declared_packages():
-        _PackageChecks(package, found).run()
+        _PackageChecks(package, found, extra=extra).run()
     return found
 
 
+def is_extra(check: str) -> bool:
+    """Whether ``check`` is olmtool's own (opm lets what it catches through)."""
+    return CHECKS[check][1].startswith("extra:")
+
+
 class _PackageChecks:
-    def __init__(self, package: Package, found: list[Finding]) -> None:
+    def __init__(self, package: Package, found: list[Finding], *, extra: bool = True) -> None:
         self.package = package
         self.found = found
+        self.extra = extra
 
     def add(self, check: str, message: str, origin: dc.Origin, scope: str | None = None) -> None:
-        self.found.append(finding(check, message, origin, self.package.name, scope))
+        if self.extra or not is_extra(check):
+            self.found.append(finding(check, message, origin, self.package.name, scope))
 
     def run(self) -> None:
         package = self.package
@@ -249,6 +257,8 @@ class _ChannelChecks:
         if stranded:
             message = f"channel contains one or more stranded bundles: {', '.join(stranded)}"
             self.add("channel-stranded", message)
+        if not self.package.extra:
+            return
         reachable = set(distances_to_head(channel.edges, heads[0]))
         unreachable = sorted(n for n in by_name if n not in reachable and n not in stranded)
         if unreachable:
