@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
+from olmtool.actions import catalog_validate
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.validate import CHECKS, validate_catalog
 from tests.catalog.test_cli_validate import validate
-from tests.test_cli import olmtool
 
 CORPUS = Path(__file__).parent / "corpus"
 EXPECTED: dict[str, dict[str, Any]] = yaml.safe_load(
@@ -133,13 +133,19 @@ def test_load_findings_have_no_package_and_checks_have_one(
     assert (parse.package, parse.scope) == (None, None)
 
 
-# --- through the CLI -------------------------------------------------------------------------
-# Two runs of the real entry point (python -m olmtool); the rest in-process for speed.
+def test_repository_catalog_is_valid_with_strict() -> None:
+    report = catalog_validate(REPO_ROOT / "catalog")
+    assert report.passed(strict=True), "\n".join(str(f) for f in report.findings)
+    assert report.findings == []
 
 
-def test_cli_error_tree() -> None:
-    result = olmtool("catalog", "validate", ".", cwd=CORPUS / "channel-cycle")
-    assert result.returncode == 1, result.stderr
+# --- through the CLI: wiring only, in-process ------------------------------------------------
+
+
+def test_cli_error_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(CORPUS / "channel-cycle")
+    result = validate(".")
+    assert result.returncode == 1, result.exception
     lines = result.stdout.splitlines()
     assert lines[0] == "invalid index:"
     assert lines[1] == '└── invalid package "widget-operator":'
@@ -185,7 +191,8 @@ def test_cli_warnings_fail_only_with_strict(monkeypatch: pytest.MonkeyPatch) -> 
     assert [f["check"] for f in data["findings"]] == ["skips-unknown"]
 
 
-def test_cli_repository_catalog_is_valid_with_strict() -> None:
-    result = olmtool("catalog", "validate", "catalog/", "--strict", cwd=REPO_ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_cli_repository_catalog_with_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO_ROOT)
+    result = validate("catalog/", "--strict")
+    assert result.returncode == 0, result.stdout
     assert result.stdout.strip() == "catalog: valid: 0 error(s), 0 warning(s)"

@@ -1,5 +1,8 @@
 """``olmtool catalog graph``: upgrade edges, Mermaid as opm renders it, OLM's upgrade paths.
 
+The model and views directly, the ``catalog_graph`` action in-process; the CLI tests at the
+end check only the wiring (exit codes, formats, one-line errors).
+
 ``UPDATE_GOLDEN=1 pytest tests/catalog/test_graph.py`` rewrites graph/demo.mmd (and passes).
 """
 
@@ -11,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from olmtool.actions import GraphView, catalog_graph
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.graph import mermaid, package_views, upgrade_paths
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.model import Edge, distances_to_head, successors, upgrade_edges
-from olmtool.errors import InputError
+from olmtool.errors import ArgumentError, InputError
+from tests.catalog.test_cli_validate import cli
 from tests.test_cli import olmtool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -327,26 +332,31 @@ def test_package_views_mark_default_head_and_deprecations() -> None:
     assert legacy.channels[0].deprecated == "alpha has ended."
 
 
-# --- CLI ------------------------------------------------------------------------------------------
+# --- the action -----------------------------------------------------------------------------
 
 
-def test_cli_tree_of_the_repository_catalog() -> None:
-    result = olmtool("catalog", "graph", "catalog/", cwd=REPO)
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    assert out.startswith("etcd-operator\n")
-    assert "stable  (default)  head etcd-operator.v0.3.0" in out
+def test_tree_of_the_repository_catalog() -> None:
+    graph = catalog_graph(REPO / "catalog")
+    assert graph.view is GraphView.tree
+    (package,) = graph.packages
+    assert (package.name, package.default_channel) == ("etcd-operator", "stable")
+    (stable,) = package.channels
+    assert (stable.name, stable.default, stable.heads) == ("stable", True, ["etcd-operator.v0.3.0"])
     # newest first, with the edges of each entry
-    assert out.index("etcd-operator.v0.3.0  0.3.0  head") < out.index("etcd-operator.v0.1.0  0.1.0")
-    assert "replaces etcd-operator.v0.1.0" in out
-    assert "'>=0.1.0 <0.3.0'" in out
-    assert "deprecated:" in out
+    assert [(e.name, e.version, e.head) for e in stable.entries] == [
+        ("etcd-operator.v0.3.0", "0.3.0", True),
+        ("etcd-operator.v0.2.0", "0.2.0", False),
+        ("etcd-operator.v0.1.0", "0.1.0", False),
+    ]
+    head, middle, oldest = stable.entries
+    assert (head.replaces, head.skip_range) == ("etcd-operator.v0.2.0", ">=0.1.0 <0.3.0")
+    assert middle.replaces == "etcd-operator.v0.1.0"
+    assert oldest.deprecated and not head.deprecated
 
 
-def test_cli_paths_json_of_the_repository_catalog() -> None:
-    result = olmtool("catalog", "graph", "catalog/", "--format", "paths", "-o", "json", cwd=REPO)
-    assert result.returncode == 0, result.stderr
-    rows = {row["bundle"]: row for row in json.loads(result.stdout)}
+def test_paths_of_the_repository_catalog() -> None:
+    graph = catalog_graph(REPO / "catalog", view=GraphView.paths)
+    rows = {row["bundle"]: row for row in (p.as_dict() for p in graph.paths)}
     assert set(rows) == {f"etcd-operator.v0.{n}.0" for n in (1, 2, 3)}
     oldest = rows["etcd-operator.v0.1.0"]
     assert oldest == {
@@ -363,12 +373,59 @@ def test_cli_paths_json_of_the_repository_catalog() -> None:
     assert rows["etcd-operator.v0.3.0"]["v0_status"] == "at-head"
 
 
-def test_cli_mermaid_and_paths_text() -> None:
-    mmd = olmtool("catalog", "graph", str(DEMO), "-f", "mermaid", cwd=REPO)
-    assert mmd.returncode == 0, mmd.stderr
+def test_mermaid_and_paths_of_one_package() -> None:
+    assert catalog_graph(DEMO, view=GraphView.mermaid).mermaid == GOLDEN.read_text()
+    paths = catalog_graph(DEMO, view=GraphView.paths, package="demo").paths
+    assert {p.package for p in paths} == {"demo"}
+    stable = [p for p in paths if p.channel == "stable"]
+    assert {p.head for p in stable} == {"demo.v1.3.0"}
+    assert [p.bundle for p in stable if p.v0_status == "at-head"] == ["demo.v1.3.0"]
+    legacy = catalog_graph(DEMO, view=GraphView.mermaid, package="legacy", minimum_version="0.2.0")
+    assert "legacy.v0.1.0" not in legacy.mermaid and "demo" not in legacy.mermaid
+
+
+def test_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "catalog.yaml").write_text("schema: olm.package\nname: [unclosed\n")
+    with pytest.raises(InputError) as broken:
+        catalog_graph(tmp_path)
+    assert str(broken.value).startswith("catalog.yaml:")
+    assert "\n" not in str(broken.value)
+    with pytest.raises(InputError) as missing:
+        catalog_graph("nope/")
+    assert str(missing.value) == "nope: no such catalog directory"
+    with pytest.raises(ArgumentError, match="needs the mermaid view") as floor:
+        catalog_graph(DEMO, minimum_version="1.2.0")
+    assert floor.value.argument == "minimum_version"
+
+
+# --- the command: wiring only -----------------------------------------------------------------
+
+
+def test_cli_tree_of_the_repository_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    result = cli("catalog", "graph", "catalog/")
+    assert result.returncode == 0, result.exception
+    out = result.stdout
+    assert out.startswith("etcd-operator\n")
+    assert "stable  (default)  head etcd-operator.v0.3.0" in out
+    assert out.index("etcd-operator.v0.3.0  0.3.0  head") < out.index("etcd-operator.v0.1.0  0.1.0")
+    assert "replaces etcd-operator.v0.1.0" in out
+    assert "'>=0.1.0 <0.3.0'" in out
+    assert "deprecated:" in out
+
+
+def test_cli_formats(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    machine = cli("catalog", "graph", "catalog/", "--format", "paths", "-o", "json")
+    assert machine.returncode == 0, machine.exception
+    rows = json.loads(machine.stdout)
+    assert {row["bundle"] for row in rows} == {f"etcd-operator.v0.{n}.0" for n in (1, 2, 3)}
+    mmd = cli("catalog", "graph", str(DEMO), "-f", "mermaid")
+    assert mmd.returncode == 0, mmd.exception
     assert mmd.stdout == GOLDEN.read_text()
-    text = olmtool("catalog", "graph", str(DEMO), "-f", "paths", "-p", "demo", cwd=REPO)
-    assert text.returncode == 0, text.stderr
+    text = cli("catalog", "graph", str(DEMO), "-f", "paths", "-p", "demo")
+    assert text.returncode == 0, text.exception
     assert "demo / stable  (head demo.v1.3.0)" in text.stdout
     assert "at head" in text.stdout
     assert "legacy" not in text.stdout
@@ -383,18 +440,15 @@ def test_cli_load_error_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in broken.stderr
 
 
-def test_cli_missing_directory_and_usage_errors(tmp_path: Path) -> None:
-    missing = olmtool("catalog", "graph", "nope/", cwd=tmp_path)
-    assert (missing.returncode, missing.stderr.strip()) == (
-        1,
-        "error: nope: no such catalog directory",
-    )
-
-    usage = olmtool("catalog", "graph", str(DEMO), "-o", "json", cwd=tmp_path)
-    assert usage.returncode == 2
+def test_cli_user_and_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = cli("catalog", "graph", "nope/")
+    assert (missing.returncode, missing.error) == (1, "nope: no such catalog directory")
+    assert cli("catalog", "graph", str(DEMO), "-o", "json").returncode == 2
+    assert cli("catalog", "graph", str(DEMO), "--minimum-version", "1.2.0").returncode == 2
 
 
-def test_cli_help_has_examples(tmp_path: Path) -> None:
-    result = olmtool("catalog", "graph", "--help", cwd=tmp_path)
+def test_cli_help_has_examples() -> None:
+    result = cli("catalog", "graph", "--help")
     assert result.returncode == 0
     assert "olmtool catalog graph catalog/ --format mermaid > graph.mmd" in result.stdout

@@ -1,32 +1,52 @@
-"""``olmtool cluster up|down|status``: named clusters of detached processes."""
+"""``cluster up|down|status|kubeconfig``: named clusters of detached processes.
+
+Their behaviour through the actions in-process; one test runs the real ``olmtool cluster``
+commands to check that ``up -o json``, ``kubeconfig``, ``down`` and a user error on stderr
+wire together; other CLI wiring in-process.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cluster_up
 from olmtool.cluster import local
+from olmtool.errors import InputError
+from tests.catalog.test_cli_validate import cli
 from tests.test_cli import olmtool
 
+MISSING = "no cluster named 'nope' (start one: olmtool cluster up)"
 
-def _kubectl(assets: Path, cluster: local.Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+
+@pytest.fixture
+def clusters(kube_assets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Clusters live under ``tmp_path``, with the control plane from ``kube_assets``."""
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(kube_assets))
+    return tmp_path
+
+
+def _kubectl(assets: Path, kubeconfig: str | Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(assets / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args],
+        [str(assets / "kubectl"), f"--kubeconfig={kubeconfig}", *args],
         capture_output=True,
         text=True,
         timeout=60,
     )
 
 
+# --- the actions ---------------------------------------------------------------------------
+
+
 def test_up_is_idempotent_down_stops_and_a_restart_keeps_data(
-    kube_assets: Path, tmp_path: Path
+    kube_assets: Path, clusters: Path
 ) -> None:
-    cluster = local.up("life", root=tmp_path, assets=kube_assets, registry_port=0, node=False)
+    cluster = cluster_up("life", registry_port=0, node=False)
     try:
         assert set(cluster.components) == {
             "etcd",
@@ -36,96 +56,101 @@ def test_up_is_idempotent_down_stops_and_a_restart_keeps_data(
             "registry",
         }
         assert all(cluster.running().values())
-        again = local.up("life", root=tmp_path, assets=kube_assets, registry_port=0, node=False)
+        assert cluster.state_dir == str(clusters / "life")
+        again = cluster_up("life", registry_port=0, node=False)
         assert again.server == cluster.server
         assert again.components == cluster.components
-        assert _kubectl(kube_assets, cluster, "create", "namespace", "keep").returncode == 0
+        assert cluster_kubeconfig("life") == Path(cluster.kubeconfig)
+        assert (
+            _kubectl(kube_assets, cluster.kubeconfig, "create", "namespace", "keep").returncode == 0
+        )
 
-        stopped = local.down("life", root=tmp_path)
+        stopped = cluster_down("life")
         assert stopped[0] == "kube-scheduler" and stopped[-1] == "registry"
         assert not any(c.alive() for c in cluster.components.values())
-        assert local.status("life", root=tmp_path)["apiserver"] == "down"
+        down = cluster_status("life")
+        assert not down.healthy and down.as_dict()["apiserver"] == "down"
+        assert not any(down.components.values())
 
-        restarted = local.up("life", root=tmp_path, assets=kube_assets, registry_port=0, node=False)
+        restarted = cluster_up("life", registry_port=0, node=False)
         assert restarted.kubeconfig == cluster.kubeconfig
         assert restarted.token == cluster.token  # same credentials: old kubeconfigs still work
-        assert _kubectl(kube_assets, restarted, "get", "namespace", "keep").returncode == 0
-        report = local.status("life", root=tmp_path)
-        assert report["apiserver"] == "healthy"
-        assert report["nodeReady"] is False
+        assert (
+            _kubectl(kube_assets, restarted.kubeconfig, "get", "namespace", "keep").returncode == 0
+        )
+        report = cluster_status("life")
+        assert report.healthy and report.as_dict()["apiserver"] == "healthy"
+        assert report.node_ready is False and report.as_dict()["nodeReady"] is False
     finally:
-        local.down("life", root=tmp_path, delete=True)
-    assert not (tmp_path / "life").exists()
+        cluster_down("life", delete=True)
+    assert not (clusters / "life").exists()
 
 
-def test_cli_status_of_a_missing_cluster_is_one_line(tmp_path: Path) -> None:
-    env_root = tmp_path / "clusters"
-    result = subprocess.run(
-        [sys.executable, "-m", "olmtool", "cluster", "status", "--name", "nope"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "OLMTOOL_CLUSTERS_DIR": str(env_root)},
-        timeout=60,
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "error: no cluster named 'nope' (start one: olmtool cluster up)"
-    ]
+def test_a_missing_cluster_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path / "clusters"))
+    with pytest.raises(local.ClusterError) as status:
+        cluster_status("nope")
+    assert str(status.value) == MISSING
+    with pytest.raises(local.ClusterError) as kubeconfig:
+        cluster_kubeconfig("nope")
+    assert str(kubeconfig.value) == MISSING
+    with pytest.raises(local.ClusterError, match="no cluster named 'nope' \\(looked in "):
+        cluster_down("nope")
+    result = cli("cluster", "status", "--name", "nope")
+    assert (result.returncode, result.error) == (1, MISSING)
 
 
-def test_invalid_names_are_refused() -> None:
-    with pytest.raises(local.InputError, match="invalid cluster name"):
-        local.cluster_dir("../escape")
-
-
-def test_cli_up_json_then_down(
-    kube_assets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_invalid_names_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
-    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(kube_assets))
+    for action in (cluster_up, cluster_status, cluster_down, cluster_kubeconfig):
+        with pytest.raises(InputError, match="invalid cluster name"):
+            action("../escape")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_up_gives_a_kubeconfig_whose_node_is_ready(kube_assets: Path, clusters: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the node agent's mount namespaces need root")
+    try:
+        cluster = cluster_up("full", registry_port=0)
+        assert cluster.node == local.NODE_NAME
+        kubeconfig = cluster_kubeconfig("full")
+        nodes = _kubectl(kube_assets, kubeconfig, "get", "nodes")
+        assert nodes.returncode == 0, nodes.stderr
+        assert " Ready " in nodes.stdout.splitlines()[1] + " "
+        status = cluster_status("full")
+        assert status.node_ready is True and status.as_dict()["nodeReady"] is True
+        assert status.components["node-agent"]
+    finally:
+        stopped = cluster_down("full", delete=True)
+    assert stopped[0] == "node-agent"
+    assert not (clusters / "full").exists()
+
+
+# --- the commands: wiring -------------------------------------------------------------------
+
+
+def test_cli_up_json_kubeconfig_down(clusters: Path) -> None:
     result = olmtool(
         "cluster", "up", "--name", "cli", "--no-node", "--registry-port", "0", "-o", "json",
-        cwd=tmp_path,
+        cwd=clusters,
     )  # fmt: skip
     try:
         assert result.returncode == 0, result.stderr
         data = json.loads(result.stdout)
         assert data["name"] == "cli" and "token" not in data
-        path = olmtool("cluster", "kubeconfig", "--name", "cli", cwd=tmp_path)
+        path = olmtool("cluster", "kubeconfig", "--name", "cli", cwd=clusters)
         assert path.stdout.strip() == data["kubeconfig"]
+        status = cli("cluster", "status", "--name", "cli", "-o", "json")
+        assert status.returncode == 0, status.exception
+        assert json.loads(status.stdout)["apiserver"] == "healthy"
     finally:
-        down = olmtool("cluster", "down", "--name", "cli", "--delete", cwd=tmp_path)
+        down = olmtool("cluster", "down", "--name", "cli", "--delete", cwd=clusters)
     assert down.returncode == 0, down.stderr
+    assert down.stdout.startswith("cluster cli: stopped kube-scheduler,")
     assert "and deleted" in down.stdout
-
-
-def test_cli_up_gives_a_kubeconfig_whose_node_is_ready(
-    kube_assets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("the node agent's mount namespaces need root")
-    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
-    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(kube_assets))
-    result = olmtool("cluster", "up", "--name", "full", "--registry-port", "0", cwd=tmp_path)
-    try:
-        assert result.returncode == 0, result.stderr
-        kubeconfig = olmtool("cluster", "kubeconfig", "--name", "full", cwd=tmp_path)
-        nodes = subprocess.run(
-            [
-                str(kube_assets / "kubectl"),
-                f"--kubeconfig={kubeconfig.stdout.strip()}",
-                "get",
-                "nodes",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert nodes.returncode == 0, nodes.stderr
-        assert " Ready " in nodes.stdout.splitlines()[1] + " "
-        status = olmtool("cluster", "status", "--name", "full", "-o", "json", cwd=tmp_path)
-        assert json.loads(status.stdout)["nodeReady"] is True
-    finally:
-        down = olmtool("cluster", "down", "--name", "full", "--delete", cwd=tmp_path)
-    assert down.returncode == 0, down.stderr
-    assert down.stdout.startswith("cluster full: stopped node-agent,")
+    gone = olmtool("cluster", "status", "--name", "cli", cwd=clusters)
+    assert gone.returncode == 1
+    assert gone.stderr.strip().splitlines() == [
+        "error: no cluster named 'cli' (start one: olmtool cluster up)"
+    ]

@@ -1,4 +1,6 @@
-"""``olmtool catalog serve`` as a real process: ready lines, requests, SIGTERM, errors."""
+"""``olmtool catalog serve``: as a real process (ready lines, requests, SIGTERM and SIGINT,
+a user error on stderr), the ``catalog_serve``/``catalog_index`` actions in-process, and the
+rest of the command's wiring in-process."""
 
 from __future__ import annotations
 
@@ -16,11 +18,12 @@ import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from olmtool.cluster.controlplane import free_port
-from olmtool.errors import OlmtoolError
-from olmtool.serve import start_server
+from olmtool.actions import catalog_index, catalog_serve
+from olmtool.errors import InputError, OlmtoolError
+from olmtool.ports import free_port
 from olmtool.serve.proto import registry_pb2 as pb
 from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
+from tests.catalog.test_cli_validate import cli
 from tests.test_cli import olmtool
 
 from .conftest import write_catalog
@@ -103,36 +106,57 @@ def test_sigint_is_a_clean_exit_too(served: tuple[subprocess.Popen[str], str, st
     assert process.returncode == 0, err
 
 
+LOAD_ERROR = (
+    "bad/catalog.json:2: invalid JSON: Expecting ',' delimiter (column 13) [parse]"
+    " (and 3 more errors)"
+)
+
+
+def _write_bad_catalog(root: Path) -> None:
+    (root / "bad").mkdir()
+    (root / "bad" / "catalog.json").write_text('{"schema": "olm.package"}\n{"schema": 1')
+
+
 def test_catalog_that_does_not_load_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "catalog.json").write_text('{"schema": "olm.package"}\n{"schema": 1')
+    _write_bad_catalog(tmp_path)
     result = olmtool("catalog", "serve", "bad", "--port", "0", cwd=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "error: bad/catalog.json:2: invalid JSON: Expecting ',' delimiter (column 13) [parse]"
-        " (and 3 more errors)"
-    ]
+    assert result.stderr.strip().splitlines() == [f"error: {LOAD_ERROR}"]
 
 
-def test_cache_only_builds_and_exits(tmp_path: Path) -> None:
+# --- the actions -----------------------------------------------------------------------------
+
+
+def test_a_catalog_that_does_not_load_is_refused_before_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    _write_bad_catalog(tmp_path)
+    ready: list[object] = []
+    with pytest.raises(InputError) as error:
+        catalog_serve(
+            "bad", grpc_port=0, http_port=None, ready=ready.append, stop=threading.Event()
+        )
+    assert str(error.value) == LOAD_ERROR
+    assert ready == []
+
+
+def test_index_is_built_once_then_reused_from_the_cache(tmp_path: Path) -> None:
     write_catalog(tmp_path / "catalog")
-    result = olmtool(
-        "catalog", "serve", "catalog", "--cache-dir", "cache", "--cache-only", cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    assert (tmp_path / "cache" / "digest").is_file()
-    again = olmtool(
-        "catalog", "serve", "catalog", "--cache-dir", "cache", "--cache-only", cwd=tmp_path
-    )
-    assert "from the cache" in again.stderr
-    alone = olmtool("catalog", "serve", "catalog", "--cache-only", cwd=tmp_path)
-    assert alone.returncode == 1 and "--cache-only needs --cache-dir" in alone.stderr
-
-
-def test_help_has_an_example(tmp_path: Path) -> None:
-    result = olmtool("catalog", "serve", "--help", cwd=tmp_path)
-    assert result.returncode == 0
-    assert "olmtool catalog serve catalog/" in result.stdout
+    cache = tmp_path / "cache"
+    built = catalog_index(tmp_path / "catalog", cache_dir=cache)
+    try:
+        assert not built.cached
+        assert (len(built.packages), built.bundle_count) == (2, 5)
+    finally:
+        built.close()
+    assert (cache / "digest").is_file()
+    again = catalog_index(tmp_path / "catalog", cache_dir=cache)
+    try:
+        assert again.cached
+        assert again.digest == built.digest
+    finally:
+        again.close()
 
 
 def test_a_port_in_use_is_a_one_line_error(catalog: Path) -> None:
@@ -141,6 +165,30 @@ def test_a_port_in_use_is_a_one_line_error(catalog: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         with pytest.raises(OlmtoolError, match=f"cannot serve gRPC on 127.0.0.1:{port}: "):
-            start_server(catalog, grpc_port=port, http_port=None)
+            catalog_serve(catalog, grpc_port=port, http_port=None, stop=threading.Event())
         with pytest.raises(OlmtoolError, match=f"cannot serve HTTP on 127.0.0.1:{port}: "):
-            start_server(catalog, grpc_port=0, http_port=port)
+            catalog_serve(catalog, grpc_port=0, http_port=port, stop=threading.Event())
+
+
+# --- the command: wiring only, in-process ----------------------------------------------------
+
+
+def test_cache_only_builds_and_exits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_catalog(tmp_path / "catalog")
+    first = cli("catalog", "serve", "catalog", "--cache-dir", "cache", "--cache-only")
+    assert first.returncode == 0, first.exception
+    assert "indexed 2 package(s), 5 bundle(s) in " in first.stderr
+    assert "cache in cache is up to date" in first.stdout
+    assert (tmp_path / "cache" / "digest").is_file()
+    again = cli("catalog", "serve", "catalog", "--cache-dir", "cache", "--cache-only")
+    assert again.returncode == 0
+    assert "from the cache" in again.stderr
+    alone = cli("catalog", "serve", "catalog", "--cache-only")
+    assert alone.returncode == 1 and alone.error == "--cache-only needs --cache-dir"
+
+
+def test_help_has_an_example() -> None:
+    result = cli("catalog", "serve", "--help")
+    assert result.returncode == 0
+    assert "olmtool catalog serve catalog/" in result.stdout
