@@ -17,7 +17,7 @@ import pytest
 from olmtool.errors import InputError
 from olmtool.serve import build_index
 
-from .conftest import ETCD
+from .conftest import ETCD, write_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 OPM = Path(os.environ.get("OPM") or REPO.parent / "shared" / "peers" / "opm")
@@ -78,3 +78,14 @@ def test_serve_refuses_exactly_what_opm_serve_refuses(case: str, tmp_path: Path)
     root = _write(tmp_path / "catalog", CASES[case])
     opm = _opm_serves(root, tmp_path / "opm-cache")
     assert _olmtool_serves(root) is opm, f"opm serve {'accepts' if opm else 'refuses'} {case}"
+
+
+def test_the_one_documented_difference_a_bundle_without_image_or_objects(
+    tmp_path: Path,
+) -> None:
+    """opm refuses a bundle with neither an image nor olm.bundle.object properties;
+    olmtool serves it (its CSV is synthesized from olm.csv.metadata), as it always has.
+    More lenient, never stricter: this pins that it stays the only difference here."""
+    root = write_catalog(tmp_path / "catalog")  # prometheusoperator.0.27.0 has no image
+    assert not _opm_serves(root, tmp_path / "opm-cache")
+    assert _olmtool_serves(root)
