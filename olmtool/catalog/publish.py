@@ -13,7 +13,7 @@ from pathlib import Path
 
 import semver
 
-from olmtool.bundle import SourceKind, names_registry, open_bundle, resolve_source
+from olmtool.bundle import names_registry
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
@@ -21,7 +21,6 @@ from olmtool.catalog.render import (
     CATALOG_LABEL,
     BundlePayload,
     RenderedBundle,
-    render_bundle,
     render_opened,
 )
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
@@ -57,7 +56,7 @@ def render_sources(
     rendered = []
     for pattern in source.bundles:
         for item in _expand(pattern, base):
-            rendered.append(_render_one(item, source, payload))
+            rendered.append(render_opened(item, payload=payload, image_pattern=source.image or ""))
     if not rendered:
         raise InputError(
             f"catalog package {source.name!r}: its bundles match nothing ({', '.join(source.bundles)})"
@@ -77,20 +76,6 @@ def _expand(pattern: str, base: Path) -> list[str]:
         return [pattern]
     matches = sorted(glob.glob(str(base / pattern)))
     return [m for m in matches if Path(m).is_dir()]
-
-
-def _render_one(item: str, source: PackageSource, payload: BundlePayload) -> RenderedBundle:
-    """Render one bundle (loaded once); a directory's pull spec comes from the source's
-    ``image`` pattern, which needs the bundle's version first."""
-    resolved = resolve_source(item)
-    image = resolved.text if resolved.kind is SourceKind.image else ""
-    with open_bundle(resolved) as files:
-        rendered = render_bundle(files, image=image, payload=payload)
-        if source.image and resolved.kind is SourceKind.directory:
-            bundle = rendered.bundle
-            image = source.image.format(package=bundle.package, version=bundle.version)
-            rendered = render_bundle(files, image=image, payload=payload)
-    return rendered
 
 
 # --- channels from the bundles' own upgrade fields ------------------------------------------
@@ -265,11 +250,7 @@ def add_bundle(
     ``channels`` default to the bundle's annotated ones; ``image`` is the pull spec to
     record for a bundle directory (an image's own reference is recorded otherwise).
     """
-    resolved = resolve_source(bundle_source)
-    if resolved.kind is SourceKind.image:
-        image = resolved.text
-    with open_bundle(resolved) as files:
-        rendered = render_bundle(files, image=image or "", payload=payload)
+    rendered = render_opened(bundle_source, payload=payload, image=image or "")
     bundle = rendered.bundle
     package_dir = root / bundle.package
     existing = load_catalog_strict(package_dir) if package_dir.is_dir() else dc.DeclarativeConfig()

@@ -112,13 +112,26 @@ def render_bundle_dir(
 
 
 def render_opened(
-    source: str | Path, *, base: Path | None = None, payload: BundlePayload = BundlePayload.objects
+    source: str | Path,
+    *,
+    base: Path | None = None,
+    payload: BundlePayload = BundlePayload.objects,
+    image: str = "",
+    image_pattern: str = "",
 ) -> RenderedBundle:
-    """The olm.bundle for any bundle source; an image's pull spec is the reference given."""
+    """The olm.bundle for any bundle source (loaded once). An image's pull spec is the
+    reference given; for a directory or layout it is ``image``, or ``image_pattern``
+    filled in with the bundle's ``{package}`` and ``{version}``."""
     resolved = resolve_source(source, base=base)
-    image = resolved.text if resolved.kind is SourceKind.image else ""
+    if resolved.kind is SourceKind.image:
+        image, image_pattern = resolved.text, ""
     with open_bundle(resolved) as files:
-        return render_bundle(files, image=image, payload=payload)
+        rendered = render_bundle(files, image=image, payload=payload)
+        if image_pattern:  # the pattern needs the version, known only once rendered
+            bundle = rendered.bundle
+            image = image_pattern.format(package=bundle.package, version=bundle.version)
+            rendered = render_bundle(files, image=image, payload=payload)
+    return rendered
 
 
 def render_image(
