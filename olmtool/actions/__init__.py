@@ -25,7 +25,6 @@ from olmtool.actions.catalog_serve import catalog_index, catalog_serve
 from olmtool.actions.catalog_validate import catalog_validate
 from olmtool.actions.cluster_down import cluster_down
 from olmtool.actions.cluster_status import (
-    ClusterStatus,
     cluster_kubeconfig,
     cluster_logs,
     cluster_status,
@@ -33,7 +32,10 @@ from olmtool.actions.cluster_status import (
 from olmtool.actions.cluster_up import cluster_up
 from olmtool.actions.crd_generate import CrdGenerateResult, crd_generate
 from olmtool.actions.crd_validate import crd_validate
+from olmtool.cluster import local as _local
 from olmtool.images import ImageTarget
+
+ClusterStatus = _local.ClusterStatus  # what cluster_status returns
 
 __all__ = [
     "BundleBuildResult",

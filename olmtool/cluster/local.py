@@ -118,6 +118,14 @@ def _save(cluster: Cluster) -> None:
 # --- up ---------------------------------------------------------------------------------
 
 
+def require_cluster(name: str, root: Path | None = None) -> Cluster:
+    """The cluster ``name`` as ``up`` recorded it; ClusterError when there is none."""
+    cluster = read_cluster(name, root)
+    if cluster is None:
+        raise ClusterError(f"no cluster named {name!r} (start one: olmtool cluster up)")
+    return cluster
+
+
 def up(
     name: str = DEFAULT_NAME,
     *,
@@ -314,23 +322,45 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> dict[str, object]:
+@dataclass(frozen=True)
+class ClusterStatus:
+    name: str
+    server: str
+    kubeconfig: str
+    registry: str | None
+    components: dict[str, bool]
+    healthy: bool  # the apiserver runs and answers /readyz
+    node: str | None
+    node_ready: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "server": self.server,
+            "kubeconfig": self.kubeconfig,
+            "registry": self.registry,
+            "components": self.components,
+            "apiserver": "healthy" if self.healthy else "down",
+            "node": self.node,
+            "nodeReady": self.node_ready,
+        }
+
+
+def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> ClusterStatus:
     """Which components run, whether the apiserver answers and the node is Ready."""
-    cluster = read_cluster(name, root)
-    if cluster is None:
-        raise ClusterError(f"no cluster named {name!r} (start one: olmtool cluster up)")
+    cluster = require_cluster(name, root)
     running = cluster.running()
     healthy = bool(running.get("kube-apiserver")) and _healthy(cluster)
-    return {
-        "name": cluster.name,
-        "server": cluster.server,
-        "kubeconfig": cluster.kubeconfig,
-        "registry": cluster.registry,
-        "components": running,
-        "apiserver": "healthy" if healthy else "down",
-        "node": cluster.node,
-        "nodeReady": healthy and node_ready(cluster),
-    }
+    return ClusterStatus(
+        cluster.name,
+        cluster.server,
+        cluster.kubeconfig,
+        cluster.registry,
+        running,
+        healthy,
+        cluster.node,
+        healthy and node_ready(cluster),
+    )
 
 
 def _start_time(pid: int) -> int | None:
