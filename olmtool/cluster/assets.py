@@ -1,12 +1,16 @@
 """Where the Kubernetes control-plane binaries come from.
 
 In order: ``KUBEBUILDER_ASSETS`` (the envtest convention), then the olmtool cache
-(``$XDG_CACHE_HOME/olmtool/assets/kubernetes-<version>``), which
-:func:`build_assets` fills by building Kubernetes from Debian's source package.
+(``$XDG_CACHE_HOME/olmtool/assets/kubernetes-<version>-<recipe>``), which
+:func:`build_assets` fills by building Kubernetes from Debian's source package. The
+recipe is a digest of the build script, so binaries built by an older recipe (without a
+patch the current one applies) are rebuilt, never reused; their folders are removed once
+the new build is in place.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -28,8 +32,21 @@ def cache_dir() -> Path:
     return Path(base) / "olmtool"
 
 
+def recipe_revision() -> str:
+    """The build recipe's revision: the first 12 hex digits of the script's sha256 (the
+    script computes the same for its default output folder)."""
+    return hashlib.sha256(BUILD_SCRIPT.read_bytes()).hexdigest()[:12]
+
+
 def default_assets_dir() -> Path:
-    return cache_dir() / "assets" / f"kubernetes-{KUBERNETES_VERSION}"
+    return cache_dir() / "assets" / f"kubernetes-{KUBERNETES_VERSION}-{recipe_revision()}"
+
+
+def _remove_stale_builds(current: Path) -> None:
+    """Folders of older recipes (and of the unversioned layout) in the cache."""
+    for folder in current.parent.glob(f"kubernetes-{KUBERNETES_VERSION}*"):
+        if folder != current and folder.is_dir() and ".tmp." not in folder.name:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _complete(directory: Path, required: tuple[str, ...]) -> bool:
@@ -59,6 +76,8 @@ def build_assets(target: Path | None = None) -> Path:
             f"building Kubernetes {KUBERNETES_VERSION} failed (exit {result.returncode}); "
             f"see {cache_dir() / 'build' / 'build-kube-assets.log'}"
         )
+    if target == default_assets_dir():
+        _remove_stale_builds(target)
     return target
 
 

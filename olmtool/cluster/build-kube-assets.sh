@@ -4,7 +4,9 @@
 #
 # Usage: build-kube-assets.sh [OUTPUT_DIR]
 #
-# OUTPUT_DIR defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/olmtool/assets/kubernetes-1.20.2
+# OUTPUT_DIR defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/olmtool/assets/kubernetes-1.20.2-<recipe>,
+# where <recipe> is the first 12 hex digits of this script's sha256: a changed recipe
+# (a new patch) builds into a new folder instead of reusing binaries built without it
 # and receives kube-apiserver, kube-controller-manager, kube-scheduler (built
 # from source), etcd (Debian etcd-server) and kubectl (Debian kubernetes-client,
 # or a symlink to the kubectl on PATH). The layout matches envtest's
@@ -25,7 +27,8 @@ KUBE_VERSION="1.20.2"
 KUBE_DEB_VERSION="${KUBE_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}"
 DEB_SUITE="bookworm"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/olmtool"
-OUT_DIR="${1:-$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION}"
+RECIPE="$(sha256sum "$0" | cut -c1-12)"
+OUT_DIR="${1:-$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION-$RECIPE}"
 BUILD_ROOT="$CACHE_ROOT/build"
 WORK_DIR="$BUILD_ROOT/kubernetes-$KUBE_VERSION" # fixed path: keeps Go cache hits across runs
 GO_CACHE_DIR="${OLMTOOL_GOCACHE:-$CACHE_ROOT/go-build}"
@@ -237,6 +240,19 @@ if grep -q 'modern-go/reflect2 v1\.0\.1' "$SRC/vendor/modules.txt" "$SRC/go.mod"
     [[ ! -f "$SRC/vendor/github.com/modern-go/reflect2/go_above_118.go" ]]; then
     die "replacing reflect2 failed (need Debian's golang-github-modern-go-reflect2-dev >= 1.0.2)"
 fi
+
+# Kubernetes 1.20's vendored OpenAPI validators take "", 0 and false for null when built
+# with Go >= 1.16 (reflect.Zero shares one zero buffer): the apiserver then rejects every
+# empty string, zero or false in a custom resource's status or in a patch
+# (kubernetes/kubernetes#99804). Apply the upstream fix (kubernetes/kube-openapi#230,
+# go-openapi/validate#138): only a nil value is null.
+ZERO_CHECK='if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {'
+for f in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/github.com/go-openapi/validate/type.go; do
+    grep -qF "$ZERO_CHECK" "$SRC/$f" || die "zero-value fix: pattern not found in $f (the recipe needs updating for this source)"
+    log "zero-value fix in $f"
+    sed -i 's/if data == nil || reflect\.DeepEqual(reflect\.Zero(reflect\.TypeOf(data)), reflect\.ValueOf(data)) {/if data == nil {/' "$SRC/$f"
+    ! grep -qF "$ZERO_CHECK" "$SRC/$f" || die "zero-value fix did not apply to $f"
+done
 
 # ------------------------------------------------------------- build
 stage "building ${COMPONENTS[*]} (a cold build takes ~5-6 min on 2 cores; log: $BUILD_LOG)"
