@@ -146,6 +146,19 @@ def test_only_olmtool_registries_are_pulled(tmp_path: Path) -> None:
     assert not resolver.pullable(parse_reference("quay.io/op/op:1"))
 
 
+def test_localhost_5000_is_an_alias_of_the_agents_registry(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    image = python_image(OPERATOR_FILES, OPERATOR_CONFIG)
+    push(image, f"{registry.address}/olmtool/aliased:0.1.0")
+    resolver = ImageResolver(tmp_path / "images", registry.address)
+    resolved = resolver.resolve("localhost:5000/olmtool/aliased:0.1.0")
+    assert resolved.image_id.endswith(image.digest)
+    # without a registry of its own the agent pulls localhost:5000 as it is
+    other = ImageResolver(tmp_path / "other")
+    assert other.source(parse_reference("localhost:5000/a:1")).registry == "localhost:5000"
+
+
 def test_unreachable_registry_is_an_image_error(tmp_path: Path) -> None:
     with pytest.raises(ImageError, match=r"pull 127\.0\.0\.1:9/"):
         resolve("127.0.0.1:9/op:1", tmp_path)

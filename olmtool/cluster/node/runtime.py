@@ -3,7 +3,9 @@
 There is no container engine, so an image is *resolved* instead of run:
 
 * **Images built by olmtool** (any image on the agent's ``registry``, or on a loopback
-  registry) are pulled and unpacked into a per-image cache directory. They run with the
+  registry) are pulled and unpacked into a per-image cache directory. ``localhost:5000``
+  is an alias of the agent's registry, whatever port it really uses (the convention of
+  kind's local registry): catalogs written for the default work on every cluster. They run with the
   host's Python: the unpacked directories that hold Python packages (``/app``,
   ``site-packages``, the image's ``PYTHONPATH``) are prepended to ``PYTHONPATH``, a
   ``python`` command (or a script with a python shebang) runs the host interpreter, and
@@ -25,6 +27,7 @@ Anything else raises :class:`ImageError`, which the agent reports as ``ErrImageP
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import importlib.util
 import io
@@ -243,6 +246,10 @@ def _etcd_binaries(image: str, version: str) -> dict[str, str]:
 # -- pulled images ----------------------------------------------------------------------
 
 
+# Names that mean "the cluster's registry" to the agent, whatever address it has.
+CLUSTER_REGISTRY_ALIASES = frozenset({"localhost:5000", "127.0.0.1:5000"})
+
+
 class ImageResolver:
     """Resolves references, pulling olmtool's images into ``cache_dir`` (one dir per
     manifest digest, shared by every Pod that uses it)."""
@@ -258,6 +265,13 @@ class ImageResolver:
 
     def pullable(self, ref: Reference) -> bool:
         return bool(self.registry and ref.registry == self.registry) or is_loopback(ref.registry)
+
+    def source(self, ref: Reference) -> Reference:
+        """Where ``ref`` is pulled from: the agent's registry for the ``localhost:5000``
+        alias, ``ref`` itself otherwise."""
+        if self.registry and ref.registry in CLUSTER_REGISTRY_ALIASES:
+            return dataclasses.replace(ref, registry=self.registry)
+        return ref
 
     def resolve(self, image: str, pull_policy: str | None = None) -> ResolvedImage:
         try:
@@ -289,15 +303,15 @@ class ImageResolver:
             if cached and policy == "Always":
                 # only the manifest: unchanged (the usual case) means no blob is fetched
                 try:
-                    if self._remote_digest(ref) == entry.get("manifest"):
+                    if self._remote_digest(self.source(ref)) == entry.get("manifest"):
                         return self._load(ref, digest)
                 except OlmtoolError as exc:
                     log.warning("checking %s failed (%s); using the cached copy", ref, exc)
                     return self._load(ref, digest)
             if policy == "Always" or not cached:
                 try:
-                    top = self._remote_digest(ref)
-                    pulled = pull(ref)
+                    top = self._remote_digest(self.source(ref))
+                    pulled = pull(self.source(ref))
                 except OlmtoolError as exc:
                     if cached:
                         log.warning("pull %s failed (%s); using the cached copy", ref, exc)
