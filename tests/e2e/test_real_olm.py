@@ -1,0 +1,237 @@
+"""Real OLM v0.18.3 (``../shared/peers``) installs the etcd operator on the local cluster.
+
+OLM's ``olm`` and ``catalog`` operators run as two host processes against the session's
+cluster; the repository's catalog is served by ``olmtool catalog serve`` and reached
+through a CatalogSource with ``spec.address``. A Subscription in an OwnNamespace
+OperatorGroup must resolve, its InstallPlan must complete (OLM writes ``""`` into the
+InstallPlan's status, which a kube-apiserver without the zero-value fix rejects) and the
+CSV must reach Installing or Succeeded.
+
+The catalog's bundles are served inline (``image: ""`` with ``olm.bundle.object``
+properties, rendered from ``bundle/etcd-operator/*``): a bundle with an image makes OLM
+run an unpack Job from ``quay.io/operator-framework/olm`` and opm images, which the node
+agent cannot run. Everything else (package, channel, deprecations) is the repository's
+catalog as published. Skipped, with the reason, where the peers are absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from olmtool import yamlio
+from olmtool.actions import catalog_render
+from olmtool.catalog import declcfg
+from olmtool.cluster.node.kube import Kube
+from olmtool.ports import free_port
+from tests.e2e.helpers import JSON, Cluster, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+PEERS = Path(os.environ.get("OLMTOOL_PEERS", REPO.parent / "shared" / "peers"))
+OPERATORS = "/apis/operators.coreos.com"
+PACKAGE = "etcd-operator"
+
+pytestmark = pytest.mark.skipif(
+    not all((PEERS / name).exists() for name in ("olm", "catalog", "olm-crds")),
+    reason=f"real OLM v0.18.3 not found in {PEERS} (set OLMTOOL_PEERS)",
+)
+
+
+def _inline_catalog(target: Path) -> Path:
+    """The repository's catalog with every bundle rendered inline from its directory."""
+    published = list(yamlio.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
+    blobs = [blob for blob in published if blob.get("schema") != "olm.bundle"]
+    for bundle_dir in sorted((REPO / "bundle" / PACKAGE).iterdir()):
+        blobs.extend(declcfg.blobs(catalog_render([str(bundle_dir)])))
+    target.mkdir(parents=True)
+    (target / "catalog.json").write_text("".join(declcfg.to_json(b) + "\n" for b in blobs))
+    return target
+
+
+def _install_olm_crds(kube: Kube) -> None:
+    for path in sorted((PEERS / "olm-crds").glob("*.yaml")):
+        crd = yamlio.load(path)
+        name = crd["metadata"]["name"]
+        if kube.get_or_none(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"):
+            continue
+        kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    for path in (PEERS / "olm-crds").glob("*.yaml"):
+        name = yamlio.load(path)["metadata"]["name"]
+        wait_for(lambda n=name: _established(kube, n), 30, f"CRD {name} established")
+
+
+def _established(kube: Kube, name: str) -> bool:
+    crd = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+    return any(
+        c["type"] == "Established" and c["status"] == "True"
+        for c in (crd.get("status") or {}).get("conditions") or []
+    )
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[None]:
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
+    try:
+        time.sleep(0.5)
+        assert process.poll() is None, f"{argv[0]} exited: {log.read_text()[-2000:]}"
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def olm(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """OLM's two operators watching the cluster; yields OLM's namespace."""
+    logs = tmp_path_factory.mktemp("real-olm")
+    kube = cluster.kube
+    _install_olm_crds(kube)
+    namespace = f"olm-{uuid.uuid4().hex[:6]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    kubeconfig = str(cluster.kubeconfig)
+    olm_argv = [str(PEERS / "olm"), "--namespace", namespace, "--writeStatusName", ""]
+    catalog_argv = [
+        str(PEERS / "catalog"),
+        f"-kubeconfig={kubeconfig}",
+        f"-namespace={namespace}",
+        "-configmapServerImage=quay.io/operator-framework/configmap-operator-registry:latest",
+        "-util-image=quay.io/operator-framework/olm:v0.18.3",
+    ]
+    with (
+        _process(olm_argv, logs / "olm.log", {"KUBECONFIG": kubeconfig}),
+        _process(catalog_argv, logs / "catalog.log"),
+    ):
+        yield namespace
+    print(f"\nreal OLM logs: {logs}")
+
+
+@pytest.fixture(scope="module")
+def catalog_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``olmtool catalog serve`` of the inline catalog, as a separate process."""
+    root = tmp_path_factory.mktemp("olm-catalog")
+    catalog = _inline_catalog(root / PACKAGE)
+    port = free_port()
+    argv = [sys.executable, "-m", "olmtool", "catalog", "serve", str(catalog)]
+    argv += ["--port", str(port), "--http-port", "0", "--quiet"]
+    with _process(argv, root / "serve.log"):
+        yield f"127.0.0.1:{port}"
+
+
+def test_subscription_installs_the_etcd_operator(
+    cluster: Cluster, olm: str, catalog_address: str
+) -> None:
+    kube = cluster.kube
+    target = f"etcd-{uuid.uuid4().hex[:6]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": target}})
+    source = _create(kube, olm, "catalogsources", _catalog_source(catalog_address))
+    wait_for(
+        lambda: _state(kube, olm, "catalogsources", source) == "READY",
+        60,
+        "the CatalogSource to connect",
+    )
+    _create(kube, target, "operatorgroups", _operator_group(target))
+    _create(kube, target, "subscriptions", _subscription(source, olm))
+
+    plan_name = wait_for(lambda: _installplan_of(kube, target), 120, "an InstallPlan")
+    plan = wait_for(
+        lambda: _completed(kube, target, plan_name), 120, f"InstallPlan {plan_name} Complete"
+    )
+    assert "etcd-operator.v0.3.0" in plan["spec"]["clusterServiceVersionNames"]
+    lookups = plan["status"].get("bundleLookups") or []
+    assert all(lookup.get("replaces", "") == "" for lookup in lookups)  # "" was written
+    csv_phase = wait_for(
+        lambda: (
+            _csv_phase(kube, target, "etcd-operator.v0.3.0") in ("Installing", "Succeeded")
+            and _csv_phase(kube, target, "etcd-operator.v0.3.0")
+        ),
+        120,
+        "the CSV to install",
+    )
+    assert csv_phase in ("Installing", "Succeeded")
+    crd = kube.get(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/etcdclusters.etcd.olmtool.dev"
+    )
+    assert {v["name"] for v in crd["spec"]["versions"]} == {"v1alpha1", "v1beta1"}
+    deployment = kube.get(f"/apis/apps/v1/namespaces/{target}/deployments/etcd-operator")
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["olm.targetNamespaces"] == target
+
+
+def _create(kube: Kube, namespace: str, plural: str, body: JSON) -> str:
+    version = body["apiVersion"].split("/")[1]
+    created = kube.create(f"{OPERATORS}/{version}/namespaces/{namespace}/{plural}", body)
+    return created["metadata"]["name"]
+
+
+def _catalog_source(address: str) -> JSON:
+    return {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "CatalogSource",
+        "metadata": {"name": "olmtool-catalog"},
+        "spec": {"sourceType": "grpc", "address": address, "displayName": "olmtool"},
+    }
+
+
+def _operator_group(namespace: str) -> JSON:
+    return {
+        "apiVersion": "operators.coreos.com/v1",
+        "kind": "OperatorGroup",
+        "metadata": {"name": "etcd"},
+        "spec": {"targetNamespaces": [namespace]},
+    }
+
+
+def _subscription(source: str, source_namespace: str) -> JSON:
+    return {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": PACKAGE},
+        "spec": {
+            "channel": "stable",
+            "name": PACKAGE,
+            "source": source,
+            "sourceNamespace": source_namespace,
+            "installPlanApproval": "Automatic",
+        },
+    }
+
+
+def _state(kube: Kube, namespace: str, plural: str, name: str) -> str | None:
+    obj = kube.get(f"{OPERATORS}/v1alpha1/namespaces/{namespace}/{plural}/{name}")
+    return ((obj.get("status") or {}).get("connectionState") or {}).get("lastObservedState")
+
+
+def _installplan_of(kube: Kube, namespace: str) -> str | None:
+    sub = kube.get(f"{OPERATORS}/v1alpha1/namespaces/{namespace}/subscriptions/{PACKAGE}")
+    ref = (sub.get("status") or {}).get("installPlanRef") or {}
+    return ref.get("name")
+
+
+def _completed(kube: Kube, namespace: str, name: str) -> JSON | None:
+    plan = kube.get(f"{OPERATORS}/v1alpha1/namespaces/{namespace}/installplans/{name}")
+    phase = (plan.get("status") or {}).get("phase")
+    if phase == "Failed":
+        raise AssertionError(f"InstallPlan failed: {plan['status']}")
+    return plan if phase == "Complete" else None
+
+
+def _csv_phase(kube: Kube, namespace: str, name: str) -> str | None:
+    csv = kube.get_or_none(
+        f"{OPERATORS}/v1alpha1/namespaces/{namespace}/clusterserviceversions/{name}"
+    )
+    return ((csv or {}).get("status") or {}).get("phase")
