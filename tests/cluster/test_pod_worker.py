@@ -89,6 +89,12 @@ class FakeHost:
     def allocate_ip(self, namespace: str, name: str) -> str:
         return "127.1.0.1"
 
+    def sandbox(self, worker: PodWorker) -> str | None:
+        return None  # the host's network
+
+    def service_links(self, namespace: str, enable_links: bool) -> Mapping[str, str]:
+        return {"WEB_SERVICE_HOST": "10.96.1.10"} if enable_links else {}
+
     def hosts_changed(self, worker: PodWorker) -> None:
         pass
 
