@@ -11,7 +11,7 @@ address (from the kubeconfig) and is also always served on the network's
 ``apiserver_service_ip:443``, what ``KUBERNETES_SERVICE_HOST`` names. UDP and SCTP ports,
 NodePorts and external IPs are not supported.
 
-Containers' ``hostPort``\\s are forwarded the same way, from ``hostIP:hostPort`` (or
+Containers' ``hostPort`` ports are forwarded the same way, from ``hostIP:hostPort`` (or
 ``0.0.0.0``) on the host to ``podIP:containerPort``; a port that cannot be bound is
 reported back (the agent turns it into a ``HostPortConflict`` Event on the Pod).
 
@@ -111,7 +111,7 @@ def service_routes(
 
 def host_port_routes(pod: JSON, pod_ip: str) -> Routes:
     """``hostIP:hostPort`` (``0.0.0.0`` without a hostIP) -> ``podIP:containerPort`` for
-    the TCP ``hostPort``\\s of a Pod's containers."""
+    the TCP ``hostPort`` ports of a Pod's containers."""
     routes: Routes = {}
     for container in (pod.get("spec") or {}).get("containers") or []:
         for port in container.get("ports") or []:
