@@ -142,6 +142,8 @@ class _Backends:
 
     def order(self) -> list[Address]:
         """Every backend, starting with the next one in turn."""
+        if not self.addresses:
+            return []
         start = self._next % len(self.addresses)
         self._next += 1
         return [*self.addresses[start:], *self.addresses[:start]]
