@@ -136,8 +136,12 @@ def test_pods_bind_the_same_port_and_reach_each_other(cluster: Cluster, ns: str)
     network = cluster.agent.network
     assert network is not None and cluster.agent.net.namespaces
     started = time.monotonic()
-    for name in ("web-a", "web-b"):
-        create_pod(kube, ns, make_pod(name, [server_container()]))
+    create_pod(kube, ns, make_pod("web-a", [server_container()]))
+    # an exec probe runs in the Pod's namespace: its 127.0.0.1:8080 is the Pod's server
+    inside = ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8080))"]
+    probe = {"exec": {"command": inside}, "periodSeconds": 1}
+    probed = {**server_container(), "readinessProbe": probe}
+    create_pod(kube, ns, make_pod("web-b", [probed]))
     a, b = ready_pod(kube, ns, "web-a"), ready_pod(kube, ns, "web-b")
     TIMINGS["two Pods create -> Ready (network namespaces)"] = time.monotonic() - started
     ip_a, ip_b = a["status"]["podIP"], b["status"]["podIP"]
