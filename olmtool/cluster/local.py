@@ -31,6 +31,7 @@ from pathlib import Path
 from olmtool.cluster.assets import ensure_assets
 from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
+from olmtool.cluster.node.netns import remove_node_network
 from olmtool.errors import ArgumentError, InputError, OlmtoolError
 
 STATE_FILE = "cluster.json"
@@ -303,10 +304,18 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
         stopped = _stop_components(cluster)
         cluster.components.clear()
         _save(cluster)
-    release_network(state_dir)  # after the node agent removed its bridge
+    if cluster is not None and cluster.network:
+        _remove_node_network(cluster.network)
+    release_network(state_dir)
     if delete:
         shutil.rmtree(state_dir, ignore_errors=True)
     return stopped
+
+
+def _remove_node_network(index: int) -> None:
+    """What a node agent that did not stop cleanly (killed) left on the host: its Pods'
+    network namespaces, the Service route and the bridge."""
+    remove_node_network(ClusterNetwork(index))
 
 
 def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:

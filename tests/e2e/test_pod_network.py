@@ -26,7 +26,7 @@ from olmtool.cluster import claim_network, release_network
 from olmtool.cluster.controlplane import start_control_plane
 from olmtool.cluster.node import NodeAgent, read_logs
 from olmtool.cluster.node.kube import Kube
-from olmtool.cluster.node.netns import leftover_sandboxes
+from olmtool.cluster.node.netns import leftover_sandboxes, remove_node_network
 from olmtool.ports import free_port
 from tests.e2e.helpers import JSON, TIMINGS, Cluster, node_ready, wait_for
 from tests.e2e.test_node_agent import (
@@ -403,4 +403,5 @@ def test_a_killed_agent_is_cleaned_up_by_the_next_one(
             kube.delete(f"/api/v1/namespaces/{ns}/pods/pinned", {"gracePeriodSeconds": 0})
         with contextlib.suppress(Exception):
             kube.delete("/api/v1/nodes/net-node")
+        remove_node_network(network)  # what `cluster down` does after a killed agent
         release_network(tmp_path / "claim")

@@ -154,6 +154,16 @@ class Sandbox:
             _quiet("netns", "del", self.name)
 
 
+def remove_node_network(network: ClusterNetwork) -> None:
+    """Everything of ``network`` on this host: its Pods' namespaces, the Service route and
+    the bridge (what an agent killed with SIGKILL leaves; nothing when there is none)."""
+    if unavailable_reason():
+        return
+    for sandbox in leftover_sandboxes(network.index):
+        sandbox.remove()
+    NodeBridge(network).tear_down()
+
+
 def sandbox_prefix(index: int) -> str:
     return f"olm{index}-"
 

@@ -42,10 +42,6 @@ class PodNetwork:
         self._sandboxes: dict[str, Sandbox] = {}
         self._lock = threading.Lock()
 
-    @property
-    def bridge(self) -> NodeBridge | None:
-        return NodeBridge(self.network) if self.network and self.namespaces else None
-
     def start(self) -> None:
         """Pick the mode; in namespace mode remove what a crashed agent left and set the
         bridge and the Service route up (falling back to the host network if that fails)."""
@@ -65,11 +61,8 @@ class PodNetwork:
         if not self.namespaces or self.network is None:
             return
         with self._lock:
-            sandboxes = list(self._sandboxes.values())
             self._sandboxes.clear()
-        for sandbox in sandboxes + netns.leftover_sandboxes(self.network.index):
-            sandbox.remove()
-        NodeBridge(self.network).tear_down()
+        netns.remove_node_network(self.network)
 
     def allocate(self, namespace: str, name: str) -> str:
         return self.ips.allocate(namespace, name)
