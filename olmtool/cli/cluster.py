@@ -21,7 +21,7 @@ from olmtool.cli.output import (
     stdout,
     with_progress,
 )
-from olmtool.cluster import ensure_assets, local
+from olmtool.cluster import ClusterNetwork, ensure_assets, local
 
 app = typer.Typer(
     help="Run a local Kubernetes cluster (real apiserver, controllers, scheduler; pods as processes).",
@@ -64,9 +64,17 @@ def up(
         lambda: stdout.print(
             f"cluster [bold]{escape(name)}[/] is up: {escape(cluster.server)}\n"
             f"  kubeconfig: {escape(cluster.kubeconfig)}\n"
-            f"  registry:   {escape(cluster.registry or 'none')}"
+            f"  registry:   {escape(cluster.registry or 'none')}\n"
+            f"  network:    {_network_text(cluster.network)}"
         ),
     )
+
+
+def _network_text(index: int | None) -> str:
+    if index is None:
+        return "none"
+    network = ClusterNetwork(index)
+    return f"Pods {network.pod_cidr}, Services {network.service_cidr}"
 
 
 @app.command()

@@ -13,14 +13,24 @@ from olmtool.cluster.assets import (
     find_assets,
 )
 from olmtool.cluster.controlplane import ControlPlane, ControlPlaneError, start_apiserver
+from olmtool.cluster.network import (
+    ClusterNetwork,
+    NetworkError,
+    claim_network,
+    release_network,
+)
 
 __all__ = [
     "AssetsError",
+    "ClusterNetwork",
     "ControlPlane",
     "ControlPlaneError",
+    "NetworkError",
     "build_assets",
+    "claim_network",
     "default_assets_dir",
     "ensure_assets",
     "find_assets",
+    "release_network",
     "start_apiserver",
 ]

@@ -2,6 +2,11 @@
 
 >>> with start_apiserver(ensure_assets(), Path("/tmp/state")) as plane:
 ...     print(plane.server, plane.kubeconfig)
+
+Given a :class:`~olmtool.cluster.network.ClusterNetwork`, Services get ClusterIPs from
+its Service network and the serving certificate also names its ``apiserver_service_ip``
+(where in-cluster clients reach the ``kubernetes`` Service); without one, ClusterIPs
+come from ``10.0.0.0/24`` and are not reachable.
 """
 
 from __future__ import annotations
@@ -21,11 +26,13 @@ from pathlib import Path
 
 from olmtool import yamlio
 from olmtool.cluster import pki
+from olmtool.cluster.network import ClusterNetwork
 from olmtool.errors import OlmtoolError
 from olmtool.ports import LOOPBACK, free_ports
 from olmtool.ports import free_port as free_port  # re-exported: callers predate olmtool.ports
 
-SERVICE_CIDR = "10.0.0.0/24"
+SERVICE_CIDR = "10.0.0.0/24"  # without a cluster network
+APISERVER_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
 # Controllers that need a cloud, CNI or CSR signing are off; nodelifecycle too: the node
 # agent clears the not-ready taint itself and there is one node to evict nothing to.
 CONTROLLERS = (
@@ -78,22 +85,32 @@ def _tail(log: Path, size: int = 4096) -> str:
 
 @contextmanager
 def start_apiserver(
-    assets: Path, state_dir: Path, *, timeout: float = 90.0
+    assets: Path,
+    state_dir: Path,
+    *,
+    timeout: float = 90.0,
+    network: ClusterNetwork | None = None,
 ) -> Iterator[ControlPlane]:
     """Start etcd and kube-apiserver (RBAC, TLS, SA keys) and stop them on exit."""
-    plane = launch_apiserver(assets, state_dir, timeout=timeout)
+    plane = launch_apiserver(assets, state_dir, timeout=timeout, network=network)
     try:
         yield plane
     finally:
         plane.stop()
 
 
-def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) -> ControlPlane:
+def launch_apiserver(
+    assets: Path,
+    state_dir: Path,
+    *,
+    timeout: float = 90.0,
+    network: ClusterNetwork | None = None,
+) -> ControlPlane:
     """Start etcd and kube-apiserver; retried on fresh ports if one was taken meanwhile."""
     fresh = not (state_dir / "etcd").exists()
     for attempt in range(1, _PORT_ATTEMPTS + 1):
         try:
-            return _launch_apiserver(assets, state_dir, timeout=timeout)
+            return _launch_apiserver(assets, state_dir, timeout=timeout, network=network)
         except _PortTaken:
             if attempt == _PORT_ATTEMPTS:
                 raise
@@ -102,9 +119,13 @@ def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) ->
     raise AssertionError("unreachable")
 
 
-def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> ControlPlane:
+def _launch_apiserver(
+    assets: Path, state_dir: Path, *, timeout: float, network: ClusterNetwork | None
+) -> ControlPlane:
     state_dir.mkdir(parents=True, exist_ok=True)
-    ca, serving, sa, token = _credentials(state_dir)
+    service_cidr = network.service_cidr if network else SERVICE_CIDR
+    service_ip = network.apiserver_service_ip if network else "10.0.0.1"
+    ca, serving, sa, token = _credentials(state_dir, (LOOPBACK, service_ip))
     tokens = state_dir / "tokens.csv"
     etcd_port, peer_port, api_port = free_ports(3)
     etcd_url = f"http://{LOOPBACK}:{etcd_port}"
@@ -144,7 +165,7 @@ def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> Contr
                 f"--service-account-key-file={sa.cert}",
                 f"--service-account-signing-key-file={sa.key}",
                 "--service-account-issuer=https://kubernetes.default.svc",
-                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--service-cluster-ip-range={service_cidr}",
                 "--allow-privileged=true",
             ],
             state_dir / "kube-apiserver.log",
@@ -156,9 +177,13 @@ def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> Contr
     return plane
 
 
-def _credentials(state_dir: Path) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair, str]:
-    """CA, serving cert, SA signing key and admin token: reused when the state dir has
-    them, so a restarted cluster keeps its kubeconfig and service-account tokens valid."""
+def _credentials(
+    state_dir: Path, ips: tuple[str, ...]
+) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair, str]:
+    """CA, serving cert (for ``ips``), SA signing key and admin token: reused when the
+    state dir has them, so a restarted cluster keeps its kubeconfig and service-account
+    tokens valid; a serving cert lacking one of ``ips`` (the cluster moved to another
+    network) is issued again by the same CA."""
     pki_dir = state_dir / "pki"
     tokens = state_dir / "tokens.csv"
     ca = pki.KeyPair(pki_dir / "olmtool-ca.crt", pki_dir / "olmtool-ca.key")
@@ -166,16 +191,12 @@ def _credentials(state_dir: Path) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair
     sa = pki.KeyPair(pki_dir / "service-account.pub", pki_dir / "service-account.key")
     paths = (ca.cert, ca.key, serving.cert, serving.key, sa.cert, sa.key, tokens)
     if all(path.is_file() for path in paths):
+        if not set(ips) <= pki.certificate_ips(serving.cert):
+            serving = _serving_cert(pki_dir, ca, ips)
         return ca, serving, sa, tokens.read_text().split(",", 1)[0]
     pki_dir.mkdir(exist_ok=True)
     ca = pki.create_ca(pki_dir)
-    serving = pki.create_serving_cert(
-        pki_dir,
-        ca,
-        "kube-apiserver",
-        hosts=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
-        ips=(LOOPBACK, "10.0.0.1"),
-    )
+    serving = _serving_cert(pki_dir, ca, ips)
     sa = pki.create_signing_key(pki_dir)
     token = secrets.token_hex(16)
     tokens.write_text(f'{token},admin,admin,"system:masters"\n')
@@ -183,12 +204,20 @@ def _credentials(state_dir: Path) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair
     return ca, serving, sa, token
 
 
+def _serving_cert(pki_dir: Path, ca: pki.KeyPair, ips: tuple[str, ...]) -> pki.KeyPair:
+    return pki.create_serving_cert(pki_dir, ca, "kube-apiserver", hosts=APISERVER_NAMES, ips=ips)
+
+
 @contextmanager
 def start_control_plane(
-    assets: Path, state_dir: Path, *, timeout: float = 90.0
+    assets: Path,
+    state_dir: Path,
+    *,
+    timeout: float = 90.0,
+    network: ClusterNetwork | None = None,
 ) -> Iterator[ControlPlane]:
     """etcd, kube-apiserver, kube-controller-manager and kube-scheduler; stopped on exit."""
-    with start_apiserver(assets, state_dir, timeout=timeout) as plane:
+    with start_apiserver(assets, state_dir, timeout=timeout, network=network) as plane:
         launch_controllers(plane, assets, timeout=timeout)
         yield plane
 

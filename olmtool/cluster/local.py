@@ -5,7 +5,9 @@ OCI registry and the node agent as detached processes and records them in
 ``<state>/<name>/cluster.json``; ``down`` stops exactly those processes (checked by pid
 and start time, so a recycled pid is never signalled); ``status`` reports what runs.
 ``up`` on a running cluster returns it unchanged; on a stopped one it restarts it with
-the same etcd data, certificates and kubeconfig.
+the same etcd data, certificates and kubeconfig. ``up`` claims the cluster a network
+(:mod:`olmtool.cluster.network`: its Pod and Service ranges, the same one again when it
+is free) before the apiserver starts, and ``down`` releases it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pathlib import Path
 
 from olmtool.cluster.assets import ensure_assets
 from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
+from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
+from olmtool.cluster.node.netns import remove_node_network
 from olmtool.errors import ArgumentError, InputError, OlmtoolError
 
 STATE_FILE = "cluster.json"
@@ -72,6 +76,7 @@ class Cluster:
     token: str
     registry: str | None = None
     node: str | None = None
+    network: int | None = None  # the claimed cluster network's index
     components: dict[str, Component] = field(default_factory=dict)
 
     def running(self) -> dict[str, bool]:
@@ -150,8 +155,7 @@ def up(
     state_dir.mkdir(parents=True, exist_ok=True)
     say("finding kube-apiserver, controller-manager, scheduler and etcd")
     assets = assets or ensure_assets()
-    say("starting etcd and kube-apiserver")
-    plane = launch_apiserver(assets, state_dir, timeout=timeout)
+    plane, network = _launch_on_network(assets, state_dir, timeout, say)
     cluster = Cluster(
         name=name,
         state_dir=str(state_dir),
@@ -159,6 +163,7 @@ def up(
         kubeconfig=str(plane.kubeconfig),
         ca_file=str(plane.ca_file),
         token=plane.token,
+        network=network.index,
     )
     try:
         say("starting kube-controller-manager and kube-scheduler")
@@ -177,9 +182,25 @@ def up(
     except BaseException:
         _record(cluster, plane)
         _stop_components(cluster)
+        release_network(state_dir)
         raise
     _save(cluster)
     return cluster
+
+
+def _launch_on_network(
+    assets: Path, state_dir: Path, timeout: float, say: Progress
+) -> tuple[ControlPlane, ClusterNetwork]:
+    """Claim the cluster's network (its own again when free), then start etcd and the
+    apiserver on it; the claim is given up if they do not start."""
+    network = claim_network(state_dir)
+    ranges = f"Pods {network.pod_cidr}, Services {network.service_cidr}"
+    say(f"starting etcd and kube-apiserver ({ranges})")
+    try:
+        return launch_apiserver(assets, state_dir, timeout=timeout, network=network), network
+    except BaseException:
+        release_network(state_dir)
+        raise
 
 
 def _record(cluster: Cluster, plane: ControlPlane) -> None:
@@ -217,6 +238,8 @@ def _start_node(cluster: Cluster, state_dir: Path) -> None:
         f"--state-dir={state_dir / 'node'}",
         f"--node-name={NODE_NAME}",
     ]
+    if cluster.network:
+        args.append(f"--network-index={cluster.network}")
     if cluster.registry:
         args.append(f"--registry={cluster.registry}")
     with (state_dir / "node-agent.log").open("ab") as log:
@@ -281,9 +304,18 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
         stopped = _stop_components(cluster)
         cluster.components.clear()
         _save(cluster)
+    if cluster is not None and cluster.network:
+        _remove_node_network(cluster.network)
+    release_network(state_dir)
     if delete:
         shutil.rmtree(state_dir, ignore_errors=True)
     return stopped
+
+
+def _remove_node_network(index: int) -> None:
+    """What a node agent that did not stop cleanly (killed) left on the host: its Pods'
+    network namespaces, the Service route and the bridge."""
+    remove_node_network(ClusterNetwork(index))
 
 
 def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:

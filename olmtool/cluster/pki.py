@@ -87,6 +87,16 @@ def create_serving_cert(
     return pair
 
 
+def certificate_ips(cert: Path) -> set[str]:
+    """The IP addresses a certificate's subjectAltName holds (empty if it has none)."""
+    loaded = x509.load_pem_x509_certificate(cert.read_bytes())
+    try:
+        names = loaded.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set()
+    return {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
+
+
 def create_signing_key(directory: Path, name: str = "service-account") -> KeyPair:
     """A key pair for signing service-account tokens (``cert`` holds the public key)."""
     key = ec.generate_private_key(ec.SECP256R1())

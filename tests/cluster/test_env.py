@@ -15,6 +15,8 @@ from olmtool.cluster.node.env import (
     expand_all,
     field_value,
     format_map,
+    service_env,
+    service_links,
 )
 
 VARS = {"VAR_A": "A", "VAR_B": "B", "VAR_C": "C", "VAR_REF": "$(VAR_A)", "VAR_EMPTY": ""}
@@ -212,3 +214,55 @@ def test_apiserver_env_points_at_the_apiserver() -> None:
     assert env["KUBERNETES_SERVICE_PORT"] == "6443"
     assert env["KUBERNETES_PORT_6443_TCP"] == "tcp://127.0.0.1:6443"
     assert apiserver_env("https://localhost")["KUBERNETES_SERVICE_PORT"] == "443"
+
+
+def service(namespace: str, name: str, ip: str, *ports: dict) -> dict:
+    return {
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"clusterIP": ip, "ports": list(ports)},
+    }
+
+
+def test_service_env_is_kubelets() -> None:
+    web = service(
+        "shop",
+        "web-front",
+        "10.96.1.20",
+        {"name": "http", "port": 80, "protocol": "TCP"},
+        {"name": "dns-udp", "port": 53, "protocol": "UDP"},
+    )
+    assert service_env([web]) == {
+        "WEB_FRONT_SERVICE_HOST": "10.96.1.20",
+        "WEB_FRONT_SERVICE_PORT": "80",
+        "WEB_FRONT_SERVICE_PORT_HTTP": "80",
+        "WEB_FRONT_SERVICE_PORT_DNS_UDP": "53",
+        "WEB_FRONT_PORT": "tcp://10.96.1.20:80",
+        "WEB_FRONT_PORT_80_TCP": "tcp://10.96.1.20:80",
+        "WEB_FRONT_PORT_80_TCP_PROTO": "tcp",
+        "WEB_FRONT_PORT_80_TCP_PORT": "80",
+        "WEB_FRONT_PORT_80_TCP_ADDR": "10.96.1.20",
+        "WEB_FRONT_PORT_53_UDP": "udp://10.96.1.20:53",
+        "WEB_FRONT_PORT_53_UDP_PROTO": "udp",
+        "WEB_FRONT_PORT_53_UDP_PORT": "53",
+        "WEB_FRONT_PORT_53_UDP_ADDR": "10.96.1.20",
+    }
+    headless = service("shop", "peers", "None", {"port": 80})
+    assert service_env([headless]) == {}
+
+
+def test_service_links_pick_the_namespace_and_always_the_master() -> None:
+    services = [
+        service("default", "kubernetes", "10.96.1.1", {"name": "https", "port": 443}),
+        service("shop", "web", "10.96.1.20", {"port": 80}),
+        service("other", "db", "10.96.1.30", {"port": 5432}),
+    ]
+    env = service_links(services, "shop")
+    assert env["WEB_SERVICE_HOST"] == "10.96.1.20"
+    assert env["KUBERNETES_SERVICE_HOST"] == "10.96.1.1"
+    assert env["KUBERNETES_SERVICE_PORT_HTTPS"] == "443"
+    assert not any(key.startswith("DB_") for key in env)
+    quiet = service_links(services, "shop", enable_links=False)
+    assert "WEB_SERVICE_HOST" not in quiet and quiet["KUBERNETES_SERVICE_HOST"] == "10.96.1.1"
+    # a Service named like the master one in the Pod's namespace wins
+    mine = service("shop", "kubernetes", "10.96.1.99", {"port": 8443})
+    assert service_links([*services, mine], "shop")["KUBERNETES_SERVICE_HOST"] == "10.96.1.99"

@@ -6,12 +6,18 @@ import ipaddress
 import json
 from pathlib import Path
 
+import pytest
+
 from olmtool.cluster.node.network import (
+    AddressesExhausted,
+    AddressPool,
     HostEntry,
     IPAllocator,
+    ServiceEntry,
     host_entry,
     pod_hostname,
     render_hosts,
+    render_resolv_conf,
     write_in_place,
 )
 
@@ -64,6 +70,37 @@ def test_corrupt_state_starts_over(tmp_path: Path) -> None:
     assert IPAllocator(path).all() == {}  # not ours to hand out
 
 
+def test_a_pod_network_pool_never_hands_out_its_gateway(tmp_path: Path) -> None:
+    pool = AddressPool.of("10.244.3.0/24", reserved=["10.244.3.1"])
+    assert pool.size == 254 and "10.244.3.1" not in pool and "10.244.3.254" in pool
+    assert "10.244.3.255" not in pool and "10.244.4.2" not in pool
+    allocator = IPAllocator(tmp_path / "ips.json", pool)
+    addresses = {allocator.allocate("ns", f"pod-{i}") for i in range(253)}
+    assert len(addresses) == 253 and "10.244.3.1" not in addresses
+    assert all(address in pool for address in addresses)
+    with pytest.raises(AddressesExhausted):
+        allocator.allocate("ns", "one-too-many")
+
+
+def test_addresses_of_another_pool_are_dropped_on_load(tmp_path: Path) -> None:
+    path = tmp_path / "ips.json"
+    loopback = IPAllocator(path, AddressPool.of("127.5.0.0/16"))
+    kept = loopback.allocate("ns", "a")
+    assert kept.startswith("127.5.")
+    pod_network = IPAllocator(path, AddressPool.of("10.244.5.0/24", reserved=["10.244.5.1"]))
+    assert pod_network.all() == {}  # the Pods moved to namespaces: new addresses
+    assert pod_network.allocate("ns", "a").startswith("10.244.5.")
+    with pytest.raises(ValueError, match="/24 or larger"):
+        AddressPool.of("10.244.5.0/25")
+
+
+def test_per_cluster_loopback_pools_do_not_clash(tmp_path: Path) -> None:
+    one = IPAllocator(tmp_path / "one.json", AddressPool.of("127.1.0.0/16"))
+    two = IPAllocator(tmp_path / "two.json", AddressPool.of("127.2.0.0/16"))
+    assert one.allocate("ns", "web").startswith("127.1.")
+    assert two.allocate("ns", "web").startswith("127.2.")
+
+
 def test_hostname() -> None:
     assert pod_hostname({"metadata": {"name": "web-0"}, "spec": {}}) == "web-0"
     assert pod_hostname({"metadata": {"name": "x"}, "spec": {"hostname": "db"}}) == "db"
@@ -99,6 +136,42 @@ def test_hosts_file_without_subdomain() -> None:
     own = HostEntry("ns", "web", "127.1.0.9", "web")
     text = render_hosts(own, [own])
     assert text.splitlines()[-1] == "127.1.0.9\tweb"
+
+
+def test_hosts_file_names_services() -> None:
+    own = HostEntry("shop", "client", "10.244.1.7", "client")
+    services = [
+        ServiceEntry("shop", "web", "10.96.1.20"),
+        ServiceEntry("default", "kubernetes", "10.96.1.1"),
+    ]
+    lines = render_hosts(own, [own], services=services).splitlines()
+    same = lines.index("# Services in this namespace.")
+    assert lines[same + 1] == "10.96.1.20\tweb.shop.svc.cluster.local web.shop.svc web.shop web"
+    other = lines.index("# Services in other namespaces.")
+    assert lines[other + 1] == (
+        "10.96.1.1\tkubernetes.default.svc.cluster.local kubernetes.default.svc kubernetes.default"
+    )
+
+
+def test_resolv_conf_has_the_cluster_search_path_and_dns_config() -> None:
+    pod = {"metadata": {"name": "p", "namespace": "shop"}, "spec": {}}
+    assert render_resolv_conf(pod).splitlines()[1:] == [
+        "search shop.svc.cluster.local svc.cluster.local cluster.local",
+        "options ndots:5",
+    ]
+    pod["spec"] = {
+        "dnsPolicy": "None",
+        "dnsConfig": {
+            "nameservers": ["10.244.1.1"],
+            "searches": ["example.test"],
+            "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}],
+        },
+    }
+    assert render_resolv_conf(pod).splitlines()[1:] == [
+        "nameserver 10.244.1.1",
+        "search example.test",
+        "options ndots:2 edns0",
+    ]
 
 
 def test_write_in_place_keeps_the_inode(tmp_path: Path) -> None:

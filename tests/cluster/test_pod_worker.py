@@ -15,6 +15,7 @@ import pytest
 
 from olmtool.cluster.node.host import NodeSettings
 from olmtool.cluster.node.kube import PodApi
+from olmtool.cluster.node.netns import SandboxError
 from olmtool.cluster.node.runtime import DEFAULT_PATH, ImageError, ResolvedImage
 from olmtool.cluster.node.worker import PodWorker
 
@@ -78,6 +79,7 @@ class FakeHost:
         self.events: list[tuple[str, str, str | None]] = []
         self.processes: dict[int, Mapping[str, str]] = {}
         self.released: list[str] = []
+        self.sandbox_failures = 0
         self.finished = threading.Event()
 
     def resolve_image(self, image: str, pull_policy: str | None) -> ResolvedImage:
@@ -88,6 +90,15 @@ class FakeHost:
 
     def allocate_ip(self, namespace: str, name: str) -> str:
         return "127.1.0.1"
+
+    def sandbox(self, worker: PodWorker) -> str | None:
+        if self.sandbox_failures:
+            self.sandbox_failures -= 1
+            raise SandboxError("ip netns add: Operation not permitted")
+        return None  # the host's network
+
+    def service_links(self, namespace: str, enable_links: bool) -> Mapping[str, str]:
+        return {"WEB_SERVICE_HOST": "10.96.1.10"} if enable_links else {}
 
     def hosts_changed(self, worker: PodWorker) -> None:
         pass
@@ -381,3 +392,29 @@ def test_the_agent_provides_every_member_of_pod_host() -> None:
     source = inspect.getsource(NodeAgent.start)
     for attribute in PodHost.__annotations__:  # settings, api: set once the agent starts
         assert f"self.{attribute} = " in source
+
+
+def test_service_variables_unless_links_are_disabled(
+    host: FakeHost, run: Callable, tmp_path: Path
+) -> None:
+    out = tmp_path / "env"
+    pod = make_pod([container("main", f'echo "[$WEB_SERVICE_HOST]" >> {out}')], policy="Never")
+    run(pod)
+    wait_for(host.api, lambda s: s["phase"] == "Succeeded", "first Pod done")
+    quiet = make_pod([container("main", f'echo "[$WEB_SERVICE_HOST]" >> {out}')], policy="Never")
+    quiet["metadata"]["uid"] = "u2"
+    quiet["spec"]["enableServiceLinks"] = False
+    run(quiet)
+    deadline = time.monotonic() + TIMEOUT
+    while out.read_text().count("\n") < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert out.read_text() == "[10.96.1.10]\n[]\n"
+
+
+def test_a_sandbox_that_fails_is_an_event_and_tried_again(host: FakeHost, run: Callable) -> None:
+    host.sandbox_failures = 1
+    run(make_pod([container("main", "sleep 30")]))
+    status = wait_for(host.api, lambda s: s["phase"] == "Running", "Running after a retry")
+    assert status["containerStatuses"][0]["restartCount"] == 0
+    reasons = [event for event in host.events if event[0] == "FailedCreatePodSandBox"]
+    assert len(reasons) == 1 and "Operation not permitted" in reasons[0][1]

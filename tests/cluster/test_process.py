@@ -14,6 +14,7 @@ from olmtool.cluster.node.process import (
     LaunchSpec,
     PidRecords,
     command_line,
+    exec_in,
     isolation_available,
     launch,
     namespace_script,
@@ -56,6 +57,30 @@ def test_script_mounts_in_depth_order_and_restores_path(tmp_path: Path) -> None:
     argv = command_line(spec, isolated=True)
     assert argv[-1] == "/bin/true" and argv[1:5] == ["-m", "-u", "--propagation", "private"]
     assert command_line(spec, isolated=False) == ["/bin/true"]
+
+
+def test_a_pod_network_namespace_is_entered_first(tmp_path: Path) -> None:
+    spec = LaunchSpec(
+        argv=["/bin/true"],
+        env={},
+        resolv_file=tmp_path / "resolv.conf",
+        netns="/run/netns/olm1-abc",
+    )
+    assert f"mount --bind {tmp_path / 'resolv.conf'} /etc/resolv.conf" in namespace_script(spec)
+    argv = command_line(spec, isolated=True)
+    assert Path(argv[0]).name == "nsenter" and argv[1:3] == ["--net=/run/netns/olm1-abc", "--"]
+    assert Path(argv[3]).name == "unshare" and argv[-1] == "/bin/true"
+    assert command_line(spec, isolated=False)[1:] == [
+        "--net=/run/netns/olm1-abc",
+        "--",
+        "/bin/true",
+    ]
+    # commands "in the container" (probes, hooks) join the same namespaces
+    assert exec_in(42, ["ls"], isolated=True, network=True)[1:] == [
+        "-t", "42", "-m", "-u", "-n", "--", "ls"
+    ]  # fmt: skip
+    assert exec_in(42, ["ls"], isolated=False, network=True)[1:] == ["-t", "42", "-n", "--", "ls"]
+    assert exec_in(42, ["ls"], isolated=False) == ["ls"]
 
 
 def test_plain_launch_logs_and_groups(tmp_path: Path) -> None:

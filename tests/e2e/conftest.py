@@ -7,6 +7,7 @@ the reason, only where that build cannot run (not Debian, or not root/sudo).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -15,7 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import ControlPlane, build_assets, find_assets, start_apiserver
+from olmtool.cluster import (
+    ControlPlane,
+    build_assets,
+    claim_network,
+    find_assets,
+    release_network,
+    start_apiserver,
+)
 from olmtool.cluster.assets import CONTROL_PLANE
 from olmtool.cluster.controlplane import start_control_plane
 from olmtool.cluster.node import NodeAgent
@@ -64,7 +72,8 @@ def control_plane(
 
 @pytest.fixture(scope="session")
 def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The local cluster of the session: control plane + node agent (short back-off).
+    """The local cluster of the session: control plane + node agent (short back-off), on
+    a cluster network claimed for the session (released at the end).
 
     Started once, stopped at the end; tests work in namespaces of their own."""
     if not all((kube_assets / name).exists() for name in CONTROL_PLANE):
@@ -72,10 +81,20 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     if os.geteuid() != 0:
         pytest.skip("the node agent's mount namespaces need root")
     state = tmp_path_factory.mktemp("node-agent")
-    with start_control_plane(kube_assets, state / "control-plane") as plane:
+    network = claim_network(state)
+    with contextlib.ExitStack() as stack:
+        stack.callback(release_network, state)
+        plane = stack.enter_context(
+            start_control_plane(kube_assets, state / "control-plane", network=network)
+        )
         started = time.monotonic()
         agent = NodeAgent(
-            plane.kubeconfig, state / "node", backoff_base=0.5, stop_grace=5, heartbeat=2
+            plane.kubeconfig,
+            state / "node",
+            backoff_base=0.5,
+            stop_grace=5,
+            heartbeat=2,
+            network=network,
         )
         agent.start()
         kube = Kube(plane.kubeconfig)

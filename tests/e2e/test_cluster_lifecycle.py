@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cluster_up
-from olmtool.cluster import local
+from olmtool.cluster import ClusterNetwork, local
+from olmtool.cluster.network import default_claims_dir
 from olmtool.errors import InputError
 from tests.catalog.test_cli_validate import cli
 from tests.test_cli import olmtool
@@ -75,6 +76,7 @@ def test_up_is_idempotent_down_stops_and_a_restart_keeps_data(
         restarted = cluster_up("life", registry_port=0, node=False)
         assert restarted.kubeconfig == cluster.kubeconfig
         assert restarted.token == cluster.token  # same credentials: old kubeconfigs still work
+        assert restarted.network == cluster.network is not None  # the same cluster network
         assert (
             _kubectl(kube_assets, restarted.kubeconfig, "get", "namespace", "keep").returncode == 0
         )
@@ -121,10 +123,14 @@ def test_up_gives_a_kubeconfig_whose_node_is_ready(kube_assets: Path, clusters: 
         status = cluster_status("full")
         assert status.node_ready is True and status.as_dict()["nodeReady"] is True
         assert status.components["node-agent"]
+        network = ClusterNetwork(cluster.network or 0)
+        assert Path(f"/sys/class/net/{network.bridge}").exists()  # the node's Pod network
     finally:
         stopped = cluster_down("full", delete=True)
     assert stopped[0] == "node-agent"
     assert not (clusters / "full").exists()
+    assert not Path(f"/sys/class/net/{network.bridge}").exists()
+    assert not (default_claims_dir() / str(network.index)).exists()  # released
 
 
 # --- the commands: wiring -------------------------------------------------------------------

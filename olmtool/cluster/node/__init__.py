@@ -6,7 +6,8 @@
 >>> print(read_logs(state_dir / "node", "default", "my-pod"))
 
 Run it on its own with ``python -m olmtool.cluster.node --kubeconfig K --state-dir D
-[--node-name N] [--registry HOST:PORT]``; SIGTERM stops every Pod and exits 0.
+[--node-name N] [--registry HOST:PORT] [--network-index I]``; SIGTERM stops every Pod
+and exits 0.
 
 What a Pod gets, and how it differs from a real kubelet:
 
@@ -25,15 +26,18 @@ What a Pod gets, and how it differs from a real kubelet:
   service account's token (TokenRequest, 1 h, renewed), ``ca.crt`` and ``namespace``
   are mounted at ``/var/run/secrets/kubernetes.io/serviceaccount`` (unless
   ``automountServiceAccountToken`` is false) and ``KUBERNETES_SERVICE_HOST``/``PORT``
-  point at the apiserver on 127.0.0.1, so in-cluster clients work.
-* **Network.** Each Pod has its own loopback IP ``127.x.y.z`` (stable per
-  namespace/name, see :mod:`.network`) but shares the host's network stack: a server
-  bound to ``0.0.0.0:port`` takes that port for every Pod, so bind ``status.podIP``
-  when several Pods serve the same port. Service ClusterIPs are not routable (no
-  kube-proxy, no cluster DNS); a per-Pod ``/etc/hosts`` resolves the Pod's own hostname
-  and those of the node's Pods behind headless Services
-  (``<hostname>.<subdomain>.<ns>.svc[.cluster.local]``, and ``<hostname>.<subdomain>``
-  in the same namespace), rewritten as Pods come and go.
+  point at the ``kubernetes`` Service (or, without Pod networking, at the apiserver on
+  127.0.0.1), so in-cluster clients work.
+* **Network.** Given its cluster's network (``--network-index``, see
+  :mod:`olmtool.cluster.network`) and root, each Pod has its own network namespace on
+  the cluster's bridge with an address from ``10.244.<i>.0/24`` (stable per
+  namespace/name), so Pods may bind the same port and reach each other by Pod IP. The
+  agent proxies Service ClusterIPs (TCP) and host ports (:mod:`.services`), and each
+  Pod's ``/etc/hosts`` resolves the Services (``name``, ``name.ns[.svc[.cluster.local]]``),
+  the Pod's own hostname and the node's Pods behind headless Services, rewritten as they
+  change; there is no cluster DNS and no route out of the cluster network. Without
+  root or a network, Pods share the host's network stack with loopback IPs
+  (``127.<i>.0.0/16``) and ClusterIPs do not answer (see :mod:`.network`).
 * **Logs** are files, ``<state>/pods/<ns>_<pod>_<uid>/<container>/<restart>.log``,
   read with :func:`read_logs` (there is no kubelet API for ``kubectl logs``/``exec``).
 * **Storage.** The agent runs :mod:`.provisioner`: the default StorageClass

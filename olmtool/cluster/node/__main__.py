@@ -1,6 +1,9 @@
 """``python -m olmtool.cluster.node --kubeconfig K --state-dir D [--node-name N]
-[--registry HOST:PORT]``: run the node agent until SIGTERM or SIGINT, which stop every
-Pod's processes (SIGTERM, then SIGKILL after the grace period) before exiting 0."""
+[--registry HOST:PORT] [--network-index I]``: run the node agent until SIGTERM or SIGINT,
+which stop every Pod's processes (SIGTERM, then SIGKILL after the grace period) before
+exiting 0. ``--network-index`` is the cluster network the cluster claimed
+(:mod:`olmtool.cluster.network`): Pods get network namespaces on it and Services
+answer on their ClusterIPs."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
+from olmtool.cluster.network import ClusterNetwork
 from olmtool.cluster.node.agent import NodeAgent
 
 
@@ -21,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--registry", default=None, help="HOST:PORT of olmtool's image registry")
     parser.add_argument("--backoff-base", type=float, default=10.0)
     parser.add_argument("--stop-grace", type=float, default=10.0)
+    parser.add_argument(
+        "--network-index", type=int, default=None, help="the cluster network (1-254)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -35,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         registry=args.registry,
         backoff_base=args.backoff_base,
         stop_grace=args.stop_grace,
+        network=ClusterNetwork(args.network_index) if args.network_index else None,
     )
 
     def stop(signum: int, frame: object) -> None:

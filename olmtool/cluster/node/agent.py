@@ -1,9 +1,11 @@
 """The node agent: olmtool's own kubelet. It registers a Node, keeps it Ready (status
 heartbeat and a Lease in ``kube-node-lease``), runs the Pods bound to it as local
 processes (a :class:`~.worker.PodWorker` each, which sees the agent as a
-:class:`~.host.PodHost`) and runs the volume provisioner (:mod:`.provisioner`).
+:class:`~.host.PodHost`) and runs the volume provisioner (:mod:`.provisioner`). Given
+the cluster's network, its Pods get network namespaces (:mod:`.podnet`) and its
+Services answer on their ClusterIPs (:mod:`.services`).
 
->>> agent = NodeAgent(plane.kubeconfig, state_dir)
+>>> agent = NodeAgent(plane.kubeconfig, state_dir, network=claim_network(cluster_dir))
 >>> agent.start()      # returns once the Node is registered and Ready
 >>> agent.stop()       # SIGTERM (then SIGKILL) to every container; nothing is left behind
 """
@@ -24,6 +26,7 @@ from typing import Any
 
 from olmtool import __version__
 from olmtool.cluster.assets import KUBERNETES_VERSION
+from olmtool.cluster.network import ClusterNetwork
 from olmtool.cluster.node import process
 from olmtool.cluster.node.containers import grace_period
 from olmtool.cluster.node.env import apiserver_env
@@ -38,9 +41,11 @@ from olmtool.cluster.node.kube import (
     status_of,
     watch_forever,
 )
-from olmtool.cluster.node.network import IPAllocator, render_hosts, write_in_place
+from olmtool.cluster.node.network import render_hosts, write_in_place
+from olmtool.cluster.node.podnet import PodNetwork
 from olmtool.cluster.node.provisioner import Provisioner
 from olmtool.cluster.node.runtime import ImageResolver, ResolvedImage
+from olmtool.cluster.node.services import Address, ServiceProxy
 from olmtool.cluster.node.worker import PodWorker
 
 log = logging.getLogger(__name__)
@@ -61,7 +66,8 @@ class NodeAgent:
     ``registry`` (``host:port``) is where olmtool's own images are pulled from, besides
     any loopback registry. ``backoff_base`` is the first crash-loop back-off (kubelet's
     10 s; the cap scales with it, 5 minutes for 10 s). ``stop_grace`` bounds the grace
-    period containers get when the agent stops.
+    period containers get when the agent stops. ``network`` is the cluster network
+    (:func:`olmtool.cluster.network.claim_network`); one agent per cluster network.
     """
 
     def __init__(
@@ -75,6 +81,7 @@ class NodeAgent:
         stop_grace: float = STOP_GRACE,
         heartbeat: float = HEARTBEAT,
         isolate: bool | None = None,
+        network: ClusterNetwork | None = None,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.state_dir = Path(state_dir)
@@ -100,6 +107,9 @@ class NodeAgent:
         self.api: PodApi  # what Pod workers ask the apiserver
         self.settings: NodeSettings  # what Pod workers know of the node
         self.provisioner: Provisioner | None = None
+        self.network = network
+        self.net: PodNetwork
+        self.proxy: ServiceProxy | None = None
         self.started = False
         self.ready_at: float | None = None
 
@@ -120,12 +130,13 @@ class NodeAgent:
         killed = self.pids.kill_leftovers()
         if killed:
             log.info("killed %d container process groups left by a previous agent", killed)
-        self.ips = IPAllocator(self.state_dir / "pod-ips.json")
+        self.net = PodNetwork(self.state_dir, self.network)
         self.images = ImageResolver(self.state_dir / "images", self.registry)
         ca = self.kube.ca_file
         self.ca_bytes = Path(ca).read_bytes() if ca and Path(ca).is_file() else b""
         self.allocatable = self._capacity()
         self.api = PodApi(self.kube)
+        self._start_networking()
         self.settings = NodeSettings(
             self.state_dir,
             self.host_ip,
@@ -133,9 +144,14 @@ class NodeAgent:
             self.backoff_base,
             self.allocatable,
             self.ca_bytes,
-            service_env=apiserver_env(self.kube.server),
+            service_env=apiserver_env(self._apiserver_url()),
         )
-        self.register()
+        try:
+            self.register()
+        except BaseException:  # a failed start leaves no bridge, route or listener behind
+            self.stop_event.set()
+            self._stop_networking()
+            raise
         self.provisioner = Provisioner(self.kube, self.state_dir, self.streams)
         self.provisioner.start()
         for name, target in (
@@ -166,7 +182,9 @@ class NodeAgent:
             worker.done.wait(max(deadline - time.monotonic(), 0.1))
         self._mark_not_ready()
         self.streams.close()
-        for thread in self._threads + (self.provisioner.threads if self.provisioner else []):
+        self._stop_networking()
+        threads = self._threads + (self.provisioner.threads if self.provisioner else [])
+        for thread in threads + (self.proxy.threads if self.proxy else []):
             thread.join(5)
         self.kube.close()
 
@@ -430,12 +448,24 @@ class NodeAgent:
         return self.images.resolve(image, pull_policy)
 
     def allocate_ip(self, namespace: str, name: str) -> str:
-        return self.ips.allocate(namespace, name)
+        return self.net.allocate(namespace, name)
+
+    def sandbox(self, worker: PodWorker) -> str | None:
+        path = self.net.sandbox(worker.uid, worker.ip)
+        if path is not None and self.proxy:
+            self.proxy.publish_host_ports(worker.uid, worker.current_pod(), worker.ip)
+        return path
+
+    def service_links(self, namespace: str, enable_links: bool) -> dict[str, str]:
+        return self.proxy.links(namespace, enable_links) if self.proxy else {}
 
     def hosts_changed(self, worker: PodWorker) -> None:
         self._rewrite_hosts(worker)
 
     def release(self, worker: PodWorker) -> None:
+        if self.proxy:
+            self.proxy.withdraw_host_ports(worker.uid)
+        self.net.remove_sandbox(worker.uid)
         self._release_ip(worker)
         self._rewrite_hosts(worker, removed=True)
 
@@ -446,6 +476,49 @@ class NodeAgent:
         self.pids.forget(pid)
 
     # -- networking ------------------------------------------------------------------------
+
+    def _apiserver_url(self) -> str:
+        """Where in-cluster clients reach the apiserver: the ``kubernetes`` Service when the
+        Pods have a network of their own, else the apiserver's own address."""
+        if self.network is not None and self.net.namespaces:
+            return f"https://{self.network.apiserver_service_ip}:443"
+        return self.kube.server
+
+    def _start_networking(self) -> None:
+        """The Pods' network and, where Pods have namespaces (only they can reach them),
+        the proxy serving ClusterIPs and host ports."""
+        self.net.start()
+        if self.network is None or not self.net.namespaces:
+            return
+        self.proxy = ServiceProxy(
+            self.kube,
+            self.network,
+            self.stop_event,
+            self.streams,
+            on_names=lambda: self._rewrite_hosts(None),
+            on_bind_error=self._bind_failed,
+        )
+        try:
+            self.proxy.start()
+        except BaseException:
+            self.stop_event.set()
+            self._stop_networking()
+            raise
+
+    def _stop_networking(self) -> None:
+        if self.proxy:
+            self.proxy.stop()
+        self.net.stop()
+
+    def _bind_failed(self, group: str, address: Address, error: OSError) -> None:
+        where = f"{address[0]}:{address[1]}"
+        with self._workers_lock:
+            worker = self.workers.get(group)
+        if worker is None:
+            log.warning("cannot listen on %s for %s: %s", where, group, error)
+            return
+        message = f"hostPort {where} cannot be forwarded to the Pod: {error.strerror or error}"
+        self.event(worker.current_pod(), "Warning", "HostPortConflict", message)
 
     def _release_ip(self, worker: PodWorker) -> None:
         # a Pod re-created under the same name may already run and hold the address
@@ -458,7 +531,7 @@ class NodeAgent:
         if not others:
             self.ips.release(worker.namespace, worker.name)
 
-    def _rewrite_hosts(self, changed: PodWorker, removed: bool = False) -> None:
+    def _rewrite_hosts(self, changed: PodWorker | None, removed: bool = False) -> None:
         """Rewrite the hosts files of the Pods on this node (those whose content changes)."""
         with self._hosts_lock:
             with self._workers_lock:
@@ -469,13 +542,15 @@ class NodeAgent:
                 ]
             entries = [w.hosts_entry for w in workers]
             peers = [e for e in entries if e is not None]
+            services = self.proxy.entries() if self.proxy else ()
             for worker in workers:
                 own = worker.hosts_entry
                 if own is None:
                     continue
                 aliases = (worker.current_pod().get("spec") or {}).get("hostAliases") or []
                 try:
-                    write_in_place(worker.hosts_file, render_hosts(own, peers, aliases))
+                    content = render_hosts(own, peers, aliases, services=services)
+                    write_in_place(worker.hosts_file, content)
                 except OSError as exc:
                     log.warning("writing %s failed: %s", worker.hosts_file, exc)
 

@@ -160,7 +160,7 @@ class Container:
             argv = image.resolve_executable(argv, launch.env.get("PATH", DEFAULT_PATH))
         except ImageError as exc:
             return probes.ProbeResult(False, str(exc))
-        argv = process.exec_in(proc.pid, argv, isolated)
+        argv = process.exec_in(proc.pid, argv, isolated, network=launch.netns is not None)
         return probes.run_exec(argv, launch.env, launch.cwd if not isolated else "/", timeout)
 
     def checker(self, probe: JSON, pod_ip: str, isolated: bool) -> Callable[[float], Any]:
@@ -212,14 +212,19 @@ def launch_spec(
     settings: NodeSettings,
     hostname: str,
     hosts_file: Path,
+    service_links: Mapping[str, str] | None = None,
+    netns: str | None = None,
+    resolv_file: Path | None = None,
 ) -> process.LaunchSpec:
     """How to start ``c`` from ``image``: its environment (``api`` looks up config maps
-    and secrets), command (made runnable here), working directory and mounts. Sets
+    and secrets; ``service_links`` are its namespace's Service variables), command (made
+    runnable here), working directory, mounts, network namespace and resolv.conf. Sets
     ``c.exec_table`` (the paths its commands see rewritten). Raises ``ConfigError`` or
     ``ImageError``."""
     spec, isolated = c.spec, settings.isolated
     base = {"PATH": DEFAULT_PATH, "HOME": "/root", **image.env, "HOSTNAME": hostname}
     base.update(settings.service_env)
+    base.update(service_links or {})
     env = build_env(spec, facts, configmap=api.configmap, secret=api.secret, base=base)
     command = expand_all(spec.get("command") or [], env)
     args = expand_all(spec.get("args") or [], env)
@@ -242,8 +247,10 @@ def launch_spec(
         cwd=cwd,
         mounts=mounts,
         hosts_file=hosts_file if isolated else None,
+        resolv_file=resolv_file if isolated else None,
         hostname=hostname if isolated else "",
         create_cwd=create_cwd,
+        netns=netns,
     )
 
 

@@ -1,5 +1,5 @@
-"""Container environments as kubelet builds them: ``envFrom``, ``env`` with ``valueFrom``,
-and ``$(VAR)`` expansion in values, commands and arguments.
+"""Container environments as kubelet builds them: Service variables, ``envFrom``, ``env``
+with ``valueFrom``, and ``$(VAR)`` expansion in values, commands and arguments.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -248,10 +248,15 @@ def data_bytes(obj: JSON, kind: str) -> dict[str, bytes]:
     return out
 
 
+MASTER_NAMESPACE = "default"
+MASTER_SERVICES = ("kubernetes",)
+
+
 def apiserver_env(server: str) -> dict[str, str]:
     """``KUBERNETES_SERVICE_HOST``/``PORT`` and the rest of the ``kubernetes`` Service's
-    variables, pointing at ``server`` itself (there is no ClusterIP routing here, and the
-    apiserver's certificate covers 127.0.0.1), so in-cluster clients work."""
+    variables, pointing at ``server``: the ``kubernetes`` Service's ClusterIP where the
+    node proxies it, else the apiserver itself (its certificate covers both), so
+    in-cluster clients work."""
     url = urlparse(server)
     host = url.hostname or "127.0.0.1"
     port = str(url.port or 443)
@@ -265,3 +270,62 @@ def apiserver_env(server: str) -> dict[str, str]:
         f"KUBERNETES_PORT_{port}_TCP_PORT": port,
         f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
     }
+
+
+def service_links(
+    services: Iterable[JSON], namespace: str, enable_links: bool = True
+) -> dict[str, str]:
+    """The Service variables of a container in ``namespace``, as kubelet picks them: the
+    master ``default/kubernetes`` always, the namespace's Services (which win over a
+    master Service of the same name) unless ``enableServiceLinks`` is false; Services
+    without a ClusterIP never."""
+    chosen: dict[str, JSON] = {}
+    for service in services:
+        meta = service.get("metadata") or {}
+        name, where = str(meta.get("name")), meta.get("namespace")
+        if where == MASTER_NAMESPACE and name in MASTER_SERVICES:
+            chosen.setdefault(name, service)
+        elif where == namespace and enable_links:
+            chosen[name] = service
+    return service_env(chosen[name] for name in sorted(chosen))
+
+
+def service_env(services: Iterable[JSON]) -> dict[str, str]:
+    """kubelet's variables for ``services`` (``envvars.FromServices``): ``{NAME}_SERVICE_
+    HOST``, ``_SERVICE_PORT`` (the first port), ``_SERVICE_PORT_{PORTNAME}`` and the
+    Docker link variables ``{NAME}_PORT``, ``{NAME}_PORT_{port}_{PROTO}[_PROTO|_PORT|
+    _ADDR]``; names upper-cased with ``-`` as ``_``."""
+    env: dict[str, str] = {}
+    for service in services:
+        spec = service.get("spec") or {}
+        ip, ports = spec.get("clusterIP"), spec.get("ports") or []
+        if not ip or ip == "None" or not ports:
+            continue
+        prefix = env_name(str((service.get("metadata") or {}).get("name")))
+        env[f"{prefix}_SERVICE_HOST"] = ip
+        env[f"{prefix}_SERVICE_PORT"] = str(ports[0]["port"])
+        for port in ports:
+            if port.get("name"):
+                env[f"{prefix}_SERVICE_PORT_{env_name(port['name'])}"] = str(port["port"])
+        env.update(_link_env(prefix, ip, ports))
+    return env
+
+
+def _link_env(prefix: str, ip: str, ports: Sequence[JSON]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for index, port in enumerate(ports):
+        protocol = str(port.get("protocol") or "TCP")
+        number = str(port["port"])
+        url = f"{protocol.lower()}://{ip}:{number}"
+        if index == 0:
+            env[f"{prefix}_PORT"] = url  # Docker special-cases the first port
+        key = f"{prefix}_PORT_{number}_{protocol.upper()}"
+        env.update(
+            {key: url, f"{key}_PROTO": protocol.lower(), f"{key}_PORT": number, f"{key}_ADDR": ip}
+        )
+    return env
+
+
+def env_name(name: str) -> str:
+    """kubelet's ``makeEnvVariableName``: upper case, ``-`` as ``_``."""
+    return name.replace("-", "_").upper()

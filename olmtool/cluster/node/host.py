@@ -31,6 +31,7 @@ class NodeSettings:
     allocatable: Mapping[str, str] = field(default_factory=dict)
     ca_bytes: bytes = b""  # the cluster CA, for the service-account directory
     service_env: Mapping[str, str] = field(default_factory=dict)  # KUBERNETES_SERVICE_*
+    # (the Services of the Pod's namespace come from PodHost.service_links)
 
 
 class PodHost(Protocol):
@@ -45,13 +46,23 @@ class PodHost(Protocol):
 
     def allocate_ip(self, namespace: str, name: str) -> str: ...
 
+    def sandbox(self, worker: PodWorker) -> str | None:
+        """The worker's Pod has its IP: give it its network namespace (made once) and
+        forward its host ports; the namespace's path, None when Pods share the host's
+        network. Raises ``SandboxError``."""
+        ...
+
+    def service_links(self, namespace: str, enable_links: bool) -> Mapping[str, str]:
+        """The Service variables of a container starting now in ``namespace``."""
+        ...
+
     def hosts_changed(self, worker: PodWorker) -> None:
         """The worker's Pod has its IP: rewrite the node's hosts files."""
         ...
 
     def release(self, worker: PodWorker) -> None:
-        """The worker's Pod is gone: free its IP (unless a successor holds it) and drop it
-        from the hosts files."""
+        """The worker's Pod is gone: free its network namespace, host ports and IP (unless
+        a successor holds it) and drop it from the hosts files."""
         ...
 
     def record_process(self, pid: int, info: Mapping[str, str]) -> None:

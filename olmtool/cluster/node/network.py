@@ -1,18 +1,29 @@
-"""Pod networking without network namespaces: a loopback IP per Pod and per-Pod hosts files.
+"""Pod addresses and per-Pod hosts files (the pure parts of Pod networking).
 
-Every address in 127.0.0.0/8 is local on Linux, so each Pod gets its own ``127.x.y.z``
-(never in 127.0.0.0/24, so never 127.0.0.1), reported as ``status.podIP``. Addresses are
-derived from a hash of ``namespace/name`` (probing on collision) and persisted in the
-agent's state directory, so a Pod keeps its address when the agent restarts, and a Pod
-re-created under the same name (a StatefulSet member) usually gets the same one back.
+How Pods are wired depends on what the machine allows (:mod:`.netns` does the wiring):
 
-All Pods share the host's network stack: a process that binds ``0.0.0.0:8080`` takes
-port 8080 on every Pod IP. Servers should bind their Pod IP (``status.podIP`` through the
-downward API) when several Pods serve the same port. Service ClusterIPs are *not*
-routable (there is no kube-proxy); Pods reach each other by Pod IP or, for Pods behind a
-headless Service, by hostname through the per-Pod ``/etc/hosts`` this module writes
+* **Network namespaces** (root, ``ip`` and ``nsenter``): each Pod has its own network
+  stack, an address from its cluster's Pod network (``10.244.<i>.0/24``, see
+  :mod:`olmtool.cluster.network`) on a veth attached to the cluster's bridge, so two
+  Pods may both bind ``0.0.0.0:8080`` and reach each other by Pod IP. Service ClusterIPs
+  (``10.96.<i>.0/24``) answer through the node agent's proxy (:mod:`.services`).
+* **Shared host network** (the fallback: not root, no ``ip``): every Pod gets a loopback
+  address, from ``127.<i>.0.0/16`` for cluster network ``i`` (or, for an agent given no
+  cluster network, anywhere in 127.1.0.0-127.254.255.255), and all Pods share the host's
+  network stack: a process binding ``0.0.0.0:8080`` takes port 8080 on every Pod IP, so
+  servers should bind ``status.podIP``; ClusterIPs do not answer.
+
+Addresses are derived from a hash of ``namespace/name`` (probing on collision) and
+persisted in the agent's state directory, so a Pod keeps its address when the agent
+restarts, and a Pod re-created under the same name (a StatefulSet member) usually gets
+the same one back.
+
+Each Pod's ``/etc/hosts`` (bind-mounted, rewritten in place) resolves the Pod's own
+hostname, the node's Pods behind headless Services
 (``<hostname>.<subdomain>.<namespace>.svc[.cluster.local]``; ``<hostname>.<subdomain>``
-within the namespace).
+within the namespace) and every Service with a ClusterIP (``name.ns``, ``name.ns.svc``,
+``name.ns.svc.cluster.local``; plain ``name`` within the namespace): there is no
+cluster DNS.
 """
 
 from __future__ import annotations
@@ -30,26 +41,64 @@ from olmtool.errors import InternalError
 
 CLUSTER_DOMAIN = "cluster.local"
 MAX_HOSTNAME = 63
-# 127.1.0.1 - 127.254.255.254: clear of 127.0.0.0/24 where the host's own services live.
-_FIRST = int(ipaddress.IPv4Address("127.1.0.0"))
-_SIZE = 254 * 256 * 254  # second octet 1-254, third 0-255, fourth 1-254
 
 
 class AddressesExhausted(InternalError):
-    """Every loopback address of the pool is taken."""
+    """Every address of the pool is taken."""
+
+
+@dataclass(frozen=True)
+class AddressPool:
+    """``blocks`` consecutive /24s from ``base``, each offering last octets 1-254
+    (never .0 or .255, which some programs take for network or broadcast addresses),
+    less the ``reserved`` addresses (a gateway)."""
+
+    base: int
+    blocks: int
+    reserved: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, cidr: str, reserved: Iterable[str] = ()) -> AddressPool:
+        network = ipaddress.IPv4Network(cidr)
+        if network.prefixlen > 24:
+            raise ValueError(f"{cidr}: a Pod network must be a /24 or larger")
+        return cls(int(network.network_address), network.num_addresses // 256, frozenset(reserved))
+
+    @property
+    def size(self) -> int:
+        return self.blocks * 254
+
+    def address(self, offset: int) -> str:
+        block, last = divmod(offset % self.size, 254)
+        return str(ipaddress.IPv4Address(self.base + block * 256 + last + 1))
+
+    def __contains__(self, address: object) -> bool:
+        try:
+            value = int(ipaddress.IPv4Address(str(address)))
+        except ValueError:
+            return False
+        inside = self.base <= value < self.base + self.blocks * 256
+        return inside and 1 <= value % 256 <= 254 and str(address) not in self.reserved
+
+
+# 127.1.0.1 - 127.254.255.254: clear of 127.0.0.0/24 where the host's own services live.
+# For an agent without a cluster network (each cluster network has a pool of its own).
+LOOPBACK_POOL = AddressPool(int(ipaddress.IPv4Address("127.1.0.0")), 254 * 256)
 
 
 class IPAllocator:
-    """Stable loopback addresses for Pods, keyed ``namespace/name``, persisted as JSON."""
+    """Stable addresses from ``pool`` for Pods, keyed ``namespace/name``, persisted as
+    JSON (addresses outside the pool, from another network, are dropped on load)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, pool: AddressPool = LOOPBACK_POOL) -> None:
         self.path = path
+        self.pool = pool
         self._lock = threading.Lock()
         self._addresses: dict[str, str] = {}
         if path.is_file():
             try:
                 loaded = json.loads(path.read_text())
-                self._addresses = {str(k): str(v) for k, v in loaded.items() if _valid(str(v))}
+                self._addresses = {str(k): str(v) for k, v in loaded.items() if str(v) in pool}
             except (ValueError, AttributeError):
                 self._addresses = {}
 
@@ -63,15 +112,12 @@ class IPAllocator:
         with self._lock:
             if key in self._addresses:
                 return self._addresses[key]
-            taken = set(self._addresses.values())
-            if len(taken) >= _SIZE:
-                raise AddressesExhausted("no free loopback address for a Pod")
-            offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % _SIZE
-            while True:
-                address = _address(offset)
-                if address not in taken:
-                    break
-                offset = (offset + 1) % _SIZE
+            taken = set(self._addresses.values()) | self.pool.reserved
+            if len(taken) >= self.pool.size:
+                raise AddressesExhausted(f"no free address for a Pod in {self.pool}")
+            offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
+            while (address := self.pool.address(offset)) in taken:
+                offset += 1
             self._addresses[key] = address
             self._save()
             return address
@@ -92,21 +138,6 @@ class IPAllocator:
         os.replace(tmp, self.path)
 
 
-def _address(offset: int) -> str:
-    """The ``offset``-th address of the pool, skipping .0 and .255 in the last octet."""
-    second, rest = divmod(offset, 256 * 254)
-    third, fourth = divmod(rest, 254)
-    return f"127.{second + 1}.{third}.{fourth + 1}"
-
-
-def _valid(address: str) -> bool:
-    try:
-        ip = ipaddress.IPv4Address(address)
-    except ValueError:
-        return False
-    return ip.is_loopback and int(ip) >= _FIRST
-
-
 # -- hosts files ------------------------------------------------------------------------
 
 
@@ -119,6 +150,22 @@ class HostEntry:
     ip: str
     hostname: str
     subdomain: str | None = None
+
+
+@dataclass(frozen=True)
+class ServiceEntry:
+    """A Service with a ClusterIP, as the hosts files name it."""
+
+    namespace: str
+    name: str
+    cluster_ip: str
+
+    def names(self, namespace: str, domain: str = CLUSTER_DOMAIN) -> list[str]:
+        """Its names as seen from a Pod in ``namespace``, longest first (what cluster DNS
+        resolves through the Pod's search path)."""
+        base = f"{self.name}.{self.namespace}"
+        names = [f"{base}.svc.{domain}", f"{base}.svc", base]
+        return [*names, self.name] if namespace == self.namespace else names
 
 
 def pod_hostname(pod: Mapping[str, object]) -> str:
@@ -156,11 +203,13 @@ def render_hosts(
     peers: Iterable[HostEntry] = (),
     aliases: Iterable[Mapping[str, object]] = (),
     domain: str = CLUSTER_DOMAIN,
+    services: Iterable[ServiceEntry] = (),
 ) -> str:
-    """A Pod's ``/etc/hosts``: localhost, the Pod itself, ``hostAliases``, then the Pods on
-    this node that sit behind a headless Service: those of the Pod's namespace as
+    """A Pod's ``/etc/hosts``: localhost, the Pod itself, ``hostAliases``, the Pods on
+    this node that sit behind a headless Service (those of the Pod's namespace as
     ``hostname.subdomain.ns.svc[.cluster.local]`` and ``hostname.subdomain``, those of
-    other namespaces by their fully qualified names only (as cluster DNS resolves them)."""
+    other namespaces by their fully qualified names only, as cluster DNS resolves them),
+    then the ``services`` by :meth:`ServiceEntry.names`."""
     lines = [
         "# Kubernetes-managed hosts file (olmtool node agent).",
         "127.0.0.1\tlocalhost",
@@ -193,12 +242,53 @@ def render_hosts(
             same.append(f"{peer.ip}\t{' '.join(names)}")
         else:
             other.append(f"{peer.ip}\t{' '.join(names[:2])}")
+    same_services, other_services = _service_lines(services, own.namespace, domain)
     for title, entries in (
         ("# Pods of headless Services in this namespace, on this node.", same),
         ("# Pods of headless Services in other namespaces, on this node.", other),
+        ("# Services in this namespace.", same_services),
+        ("# Services in other namespaces.", other_services),
     ):
         if entries:
             lines.extend(["", title, *entries])
+    return "\n".join(lines) + "\n"
+
+
+def _service_lines(
+    services: Iterable[ServiceEntry], namespace: str, domain: str
+) -> tuple[list[str], list[str]]:
+    same: list[str] = []
+    other: list[str] = []
+    for service in sorted(services, key=lambda s: (s.namespace, s.name)):
+        line = f"{service.cluster_ip}\t{' '.join(service.names(namespace, domain))}"
+        (same if service.namespace == namespace else other).append(line)
+    return same, other
+
+
+def render_resolv_conf(pod: Mapping[str, object], domain: str = CLUSTER_DOMAIN) -> str:
+    """The ``/etc/resolv.conf`` of a Pod with its own network namespace: the search path
+    and ``ndots`` of ``dnsPolicy: ClusterFirst`` plus the Pod's ``dnsConfig``, and no
+    nameserver of its own, so a name missing from the hosts file fails at once instead of
+    waiting for a server the Pod cannot reach (there is no cluster DNS)."""
+    spec = pod.get("spec") or {}
+    meta = pod.get("metadata") or {}
+    assert isinstance(spec, Mapping) and isinstance(meta, Mapping)
+    config = spec.get("dnsConfig") or {}
+    assert isinstance(config, Mapping)
+    namespace = str(meta.get("namespace") or "default")
+    custom = spec.get("dnsPolicy") == "None"
+    searches = [] if custom else [f"{namespace}.svc.{domain}", f"svc.{domain}", domain]
+    searches += [str(s) for s in config.get("searches") or []]
+    options = {} if custom else {"ndots": "5"}
+    for option in config.get("options") or []:
+        options[str(option["name"])] = option.get("value")
+    lines = ["# Kubernetes-managed resolv.conf (olmtool node agent): names come from /etc/hosts."]
+    lines += [f"nameserver {server}" for server in config.get("nameservers") or []]
+    if searches:
+        lines.append(f"search {' '.join(dict.fromkeys(searches))}")
+    if options:
+        words = [name if value is None else f"{name}:{value}" for name, value in options.items()]
+        lines.append(f"options {' '.join(words)}")
     return "\n".join(lines) + "\n"
 
 

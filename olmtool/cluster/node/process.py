@@ -1,6 +1,7 @@
 """Container processes: each one in its own process group and (as root) its own mount and
 UTS namespace, where the Pod's volumes, service-account directory and ``/etc/hosts`` are
-bind-mounted and the hostname is the Pod's.
+bind-mounted and the hostname is the Pod's, and in the Pod's network namespace when it
+has one (``nsenter --net=/run/netns/<name>`` in front of everything).
 
 ``unshare -m -u --propagation private`` runs a short ``sh`` script that sets the hostname,
 makes the bind mounts, changes directory and then replaces itself (``exec``) with the
@@ -41,8 +42,10 @@ class LaunchSpec:
     cwd: str = "/"
     mounts: list[Mount] = field(default_factory=list)
     hosts_file: Path | None = None
+    resolv_file: Path | None = None  # bound over /etc/resolv.conf
     hostname: str = ""
     create_cwd: bool = False
+    netns: str | None = None  # the Pod's network namespace (/run/netns/...), if it has one
 
 
 def isolation_available() -> bool:
@@ -88,6 +91,8 @@ def namespace_script(spec: LaunchSpec) -> str:
             lines.append(f"mount -o remount,bind,ro {target}")
     if spec.hosts_file is not None:
         lines.append(f"mount --bind {q(str(spec.hosts_file))} /etc/hosts")
+    if spec.resolv_file is not None:
+        lines.append(f"mount --bind {q(str(spec.resolv_file))} /etc/resolv.conf")
     cwd = q(spec.cwd or "/")
     if spec.create_cwd:
         lines.append(f"mkdir -p {cwd}")
@@ -102,9 +107,16 @@ def namespace_script(spec: LaunchSpec) -> str:
 
 
 def command_line(spec: LaunchSpec, isolated: bool) -> list[str]:
-    """The argv that starts the container: the namespaced wrapper, or the bare command."""
-    if not isolated:
-        return list(spec.argv)
+    """The argv that starts the container: the namespaced wrapper, or the bare command,
+    entered into the Pod's network namespace if it has one."""
+    argv = _mount_namespace(spec) if isolated else list(spec.argv)
+    if spec.netns:
+        nsenter = shutil.which("nsenter", path=SYSTEM_PATH) or "nsenter"
+        return [nsenter, f"--net={spec.netns}", "--", *argv]
+    return argv
+
+
+def _mount_namespace(spec: LaunchSpec) -> list[str]:
     return [
         shutil.which("unshare", path=SYSTEM_PATH) or "unshare",
         "-m",
@@ -139,19 +151,14 @@ def launch(spec: LaunchSpec, isolated: bool, log_file: Path) -> subprocess.Popen
         )
 
 
-def exec_in(pid: int, argv: Sequence[str], isolated: bool) -> list[str]:
-    """argv that runs ``argv`` in the namespaces of the container process ``pid``."""
-    if not isolated or not pid:
+def exec_in(pid: int, argv: Sequence[str], isolated: bool, network: bool = False) -> list[str]:
+    """argv that runs ``argv`` in the namespaces of the container process ``pid``: mount
+    and UTS when ``isolated``, network when the Pod has a namespace of its own."""
+    flags = (["-m", "-u"] if isolated else []) + (["-n"] if network else [])
+    if not flags or not pid:
         return list(argv)
-    return [
-        shutil.which("nsenter", path=SYSTEM_PATH) or "nsenter",
-        "-t",
-        str(pid),
-        "-m",
-        "-u",
-        "--",
-        *argv,
-    ]
+    nsenter = shutil.which("nsenter", path=SYSTEM_PATH) or "nsenter"
+    return [nsenter, "-t", str(pid), *flags, "--", *argv]
 
 
 def start_time(pid: int) -> int | None:

@@ -1,5 +1,5 @@
-"""One worker thread per Pod: sets the Pod up (IP, hosts file, volumes, service-account
-token), runs its init containers in order and then its containers as local processes,
+"""One worker thread per Pod: sets the Pod up (IP, hosts file, network namespace,
+volumes, service-account token), runs its init containers in order and then its containers as local processes,
 probes them, restarts them per ``restartPolicy`` with back-off, reports the Pod's status,
 and on deletion stops them (SIGTERM, SIGKILL after the grace period) and deletes the Pod
 with grace 0, as kubelet does.
@@ -24,7 +24,14 @@ from olmtool.cluster.node.containers import Container
 from olmtool.cluster.node.env import ConfigError, PodFacts
 from olmtool.cluster.node.host import PodHost
 from olmtool.cluster.node.kube import now
-from olmtool.cluster.node.network import HostEntry, host_entry, pod_hostname
+from olmtool.cluster.node.netns import SandboxError
+from olmtool.cluster.node.network import (
+    HostEntry,
+    host_entry,
+    pod_hostname,
+    render_resolv_conf,
+    write_in_place,
+)
 from olmtool.cluster.node.podvolumes import PodVolumeSet
 from olmtool.cluster.node.runtime import ImageError, ResolvedImage
 from olmtool.cluster.node.state import CONFIG_ERROR, ERR_IMAGE_PULL, ContainerPhase
@@ -38,6 +45,7 @@ IDLE_WAKE = 5.0
 FINISHED_WAKE = 30.0  # a finished Pod only waits for its deletion
 MIN_GRACE = 2.0  # kubelet's minimum grace period for a force-deleted Pod
 CONFIG_RETRY = 2.0  # seconds before a container whose configuration failed is tried again
+SANDBOX_RETRY = 2.0  # seconds before a Pod network namespace that failed is tried again
 
 
 class PodWorker:
@@ -61,6 +69,10 @@ class PodWorker:
         self.ip = ""
         self.hostname = pod_hostname(pod)
         self.hosts_file = self.dir / ".hosts"
+        self.resolv_file = self.dir / ".resolv.conf"
+        self.netns: str | None = None  # the Pod's network namespace, once made
+        self.sandbox_ready = False
+        self.sandbox_error = ""
         self.volumes = PodVolumeSet(self.dir)
         self.volume_error = ""
         self.start_time: str | None = None
@@ -210,6 +222,8 @@ class PodWorker:
                 wake = min(wake, 1.0)  # to show ImagePullBackOff soon
         if not self.volumes.ready:
             wake = min(wake, 1.0)
+        if not self.sandbox_ready:
+            wake = min(wake, SANDBOX_RETRY)
         return max(wake, 0.05)
 
     def _drain_inbox(self) -> None:
@@ -225,6 +239,32 @@ class PodWorker:
                 self._on_exit(container, *rest)
             elif kind == "probe":
                 self._on_probe(container, *rest)
+
+    # -- network namespace ----------------------------------------------------------------
+
+    def _ensure_sandbox(self) -> bool:
+        """Give the Pod its network namespace (not a hostNetwork one); False while it
+        cannot have one (an Event says why, once per distinct error)."""
+        if self.sandbox_ready:
+            return True
+        if (self.current_pod().get("spec") or {}).get("hostNetwork"):
+            self.sandbox_ready = True
+            return True
+        try:
+            self.netns = self.host.sandbox(self)
+        except SandboxError as exc:
+            message = f"Failed to create pod sandbox: {exc}"
+            if message != self.sandbox_error:
+                self.host.event(self.current_pod(), "Warning", "FailedCreatePodSandBox", message)
+                log.warning("pod %s: %s", self.key, message)
+            self.sandbox_error = message
+            for c in self.all_containers:
+                c.state.volumes_pending(message)
+            return False
+        if self.netns is not None:  # the host's nameservers are out of the Pod's reach
+            write_in_place(self.resolv_file, render_resolv_conf(self.current_pod()))
+        self.sandbox_ready, self.sandbox_error = True, ""
+        return True
 
     # -- volumes ------------------------------------------------------------------------
 
@@ -289,7 +329,7 @@ class PodWorker:
         """Start what is due: the first unfinished init container, else every container
         that is not running and may (re)start now."""
         nowm = time.monotonic()
-        if not self._ensure_volumes():
+        if not self._ensure_sandbox() or not self._ensure_volumes():
             return
         for c in self.init_containers:
             if c.state.succeeded:
@@ -368,6 +408,9 @@ class PodWorker:
         settings = self.host.settings
         pod_spec = self.current_pod().get("spec") or {}
         mounts = self.volumes.mounts(c.spec, pod_spec, settings.isolated)
+        links = self.host.service_links(
+            self.namespace, pod_spec.get("enableServiceLinks") is not False
+        )
         return containers.launch_spec(
             c,
             image,
@@ -377,6 +420,9 @@ class PodWorker:
             settings=settings,
             hostname=self.hostname,
             hosts_file=self.hosts_file,
+            service_links=links,
+            netns=self.netns,
+            resolv_file=self.resolv_file if self.netns else None,
         )
 
     def _cannot_run(self, c: Container, message: str) -> None:

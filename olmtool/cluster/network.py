@@ -1,0 +1,235 @@
+"""Cluster networks: address ranges that one local cluster holds on this machine.
+
+Every cluster gets an *index* ``i`` (1-254) and with it a Pod network ``10.244.i.0/24``
+(a Linux bridge ``olmtool<i>`` holding the gateway ``10.244.i.1``), a Service network
+``10.96.i.0/24`` (the apiserver's ``--service-cluster-ip-range``; the ``kubernetes``
+Service gets ``10.96.i.1``) and, where Pods cannot have network namespaces (not root),
+the loopback range ``127.i.0.0/16`` for their addresses. Two clusters on one machine
+therefore never hand out the same Pod or Service address.
+
+An index is *claimed* machine-wide: ``/run/olmtool/networks/<i>`` (a file created with
+``O_EXCL``, under a lock) names the cluster's state directory, and the state directory's
+``network.json`` names the index. A cluster keeps its index across restarts (what
+``network.json`` recorded is tried first); a claim whose owner directory is gone, or
+whose ``network.json`` names another index, is stale and taken over. Indexes whose /24s
+overlap a route of the host are never picked. Without root the claims live in the
+user's cache directory (``~/.cache/olmtool/networks``).
+
+>>> network = claim_network(state_dir)       # ClusterNetwork(index=1, ...)
+>>> network.service_cidr, network.apiserver_service_ip
+('10.96.1.0/24', '10.96.1.1')
+>>> release_network(state_dir)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import ipaddress
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from olmtool.errors import OlmtoolError
+
+NETWORK_FILE = "network.json"
+RUN_CLAIMS = Path("/run/olmtool/networks")
+MAX_INDEX = 254
+Network = ipaddress.IPv4Network
+
+
+class NetworkError(OlmtoolError):
+    """No cluster network could be claimed."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """A destination of the host's routing table and the device it goes through."""
+
+    network: Network
+    device: str = ""
+
+
+@dataclass(frozen=True)
+class ClusterNetwork:
+    """The address ranges of cluster ``index``; the others default from it."""
+
+    index: int
+    pod_cidr: str = ""
+    service_cidr: str = ""
+    bridge: str = ""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.index <= MAX_INDEX:
+            raise ValueError(f"network index {self.index} is not in 1..{MAX_INDEX}")
+        defaults = {
+            "pod_cidr": f"10.244.{self.index}.0/24",
+            "service_cidr": f"10.96.{self.index}.0/24",
+            "bridge": f"olmtool{self.index}",
+        }
+        for name, value in defaults.items():
+            if not getattr(self, name):
+                object.__setattr__(self, name, value)
+
+    @property
+    def gateway(self) -> str:
+        """The node's address on the Pod network (the bridge's), the Pods' default route."""
+        return str(Network(self.pod_cidr).network_address + 1)
+
+    @property
+    def apiserver_service_ip(self) -> str:
+        """The ``kubernetes`` Service's ClusterIP: the first address of the range."""
+        return str(Network(self.service_cidr).network_address + 1)
+
+    @property
+    def loopback_cidr(self) -> str:
+        """Where Pod addresses come from when Pods share the host's network stack."""
+        return f"127.{self.index}.0.0/16"
+
+    def overlaps(self, routes: Iterable[Route]) -> bool:
+        """Whether a host route uses these ranges; routes through this network's own
+        bridge are left out (a bridge an agent killed with SIGKILL left behind)."""
+        mine = (Network(self.pod_cidr), Network(self.service_cidr))
+        return any(
+            net.overlaps(route.network)
+            for net in mine
+            for route in routes
+            if route.device != self.bridge
+        )
+
+
+def default_claims_dir() -> Path:
+    """``/run/olmtool/networks`` as root (gone at reboot, like the bridges), else the
+    user's cache directory."""
+    if os.geteuid() == 0:
+        return RUN_CLAIMS
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "olmtool" / "networks"
+
+
+def host_routes(path: Path = Path("/proc/net/route")) -> list[Route]:
+    """The IPv4 destinations of the host's main routing table, default routes left out
+    (they overlap everything and say nothing about which addresses are in use)."""
+    routes = []
+    try:
+        lines = path.read_text().splitlines()[1:]
+    except OSError:
+        return []
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        # little-endian hex, as the kernel prints them
+        destination = ipaddress.IPv4Address(int(fields[1], 16).to_bytes(4, "little"))
+        mask = ipaddress.IPv4Address(int(fields[7], 16).to_bytes(4, "little"))
+        network = Network(f"{destination}/{mask}", strict=False)
+        if network.prefixlen:
+            routes.append(Route(network, fields[0]))
+    return routes
+
+
+def recorded_network(state_dir: Path) -> ClusterNetwork | None:
+    """What ``state_dir/network.json`` says, or None."""
+    try:
+        data = json.loads((state_dir / NETWORK_FILE).read_text())
+        return ClusterNetwork(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def claim_network(
+    state_dir: Path,
+    *,
+    claims_dir: Path | None = None,
+    routes: Iterable[Route] | None = None,
+) -> ClusterNetwork:
+    """The cluster network of ``state_dir``: the one it holds, the one it recorded if that
+    is free, else the lowest free index whose ranges no host route overlaps. Recorded in
+    ``state_dir/network.json``. Raises :class:`NetworkError` when every index is taken."""
+    state_dir = Path(state_dir).resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    claims = claims_dir or default_claims_dir()
+    host = list(host_routes() if routes is None else routes)
+    recorded = recorded_network(state_dir)
+    with _locked(claims):
+        if recorded is not None and _owner(claims, recorded.index) == state_dir:
+            return recorded  # still ours (its bridge route is one of the host's routes)
+        preferred = [recorded.index] if recorded is not None else []
+        for index in [*preferred, *range(1, MAX_INDEX + 1)]:
+            network = ClusterNetwork(index)
+            if network.overlaps(host) or not _take(claims, index, state_dir):
+                continue
+            _write_record(state_dir, network)
+            return network
+    raise NetworkError(
+        f"no free cluster network: indexes 1-{MAX_INDEX} are claimed in {claims} or "
+        "overlap host routes (stop a cluster with `olmtool cluster down`)"
+    )
+
+
+def release_network(state_dir: Path, *, claims_dir: Path | None = None) -> None:
+    """Give up the claim of ``state_dir`` (``network.json`` stays: the next claim tries
+    the same index first)."""
+    state_dir = Path(state_dir).resolve()
+    recorded = recorded_network(state_dir)
+    if recorded is None:
+        return
+    claims = claims_dir or default_claims_dir()
+    with _locked(claims):
+        if _owner(claims, recorded.index) == state_dir:
+            (claims / str(recorded.index)).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _locked(claims: Path) -> Iterator[None]:
+    """Claims change under one machine-wide lock, so a stale claim is taken over once."""
+    claims.mkdir(parents=True, exist_ok=True)
+    with (claims / ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _owner(claims: Path, index: int) -> Path | None:
+    try:
+        return Path((claims / str(index)).read_text().strip())
+    except OSError:
+        return None
+
+
+def _stale(owner: Path | None, index: int) -> bool:
+    """A claim nobody can hold any more: unreadable, its owner directory gone, or the
+    owner's record names another index (it moved on)."""
+    if owner is None or not owner.is_dir():
+        return True
+    recorded = recorded_network(owner)
+    return recorded is None or recorded.index != index
+
+
+def _take(claims: Path, index: int, state_dir: Path) -> bool:
+    path = claims / str(index)
+    owner = _owner(claims, index)
+    if path.exists():
+        if owner == state_dir:
+            return True
+        if not _stale(owner, index):
+            return False
+        path.unlink(missing_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{state_dir}\n")
+    return True
+
+
+def _write_record(state_dir: Path, network: ClusterNetwork) -> None:
+    path = state_dir / NETWORK_FILE
+    tmp = path.with_name(f".{NETWORK_FILE}.tmp")
+    tmp.write_text(json.dumps(asdict(network), indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,104 @@
+"""Cluster networks: address ranges per index, machine-wide claims (in a temp claims dir)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from olmtool.cluster import ClusterNetwork, NetworkError, claim_network, release_network
+from olmtool.cluster.network import MAX_INDEX, Network, Route, host_routes
+
+
+@pytest.fixture
+def claims(tmp_path: Path) -> Path:
+    return tmp_path / "claims"
+
+
+def claim(state: Path, claims: Path, routes: list[Route] | None = None) -> ClusterNetwork:
+    return claim_network(state, claims_dir=claims, routes=routes or [])
+
+
+def test_ranges_follow_the_index() -> None:
+    network = ClusterNetwork(7)
+    assert network.pod_cidr == "10.244.7.0/24"
+    assert network.service_cidr == "10.96.7.0/24"
+    assert network.bridge == "olmtool7"
+    assert network.gateway == "10.244.7.1"
+    assert network.apiserver_service_ip == "10.96.7.1"
+    assert network.loopback_cidr == "127.7.0.0/16"
+    assert ClusterNetwork(7, pod_cidr="10.1.0.0/16").gateway == "10.1.0.1"
+    for bad in (0, MAX_INDEX + 1):
+        with pytest.raises(ValueError, match=r"not in 1\.\.254"):
+            ClusterNetwork(bad)
+
+
+def test_two_clusters_get_different_networks_and_keep_them(tmp_path: Path, claims: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    first, second = claim(one, claims), claim(two, claims)
+    assert (first.index, second.index) == (1, 2)
+    assert claim(one, claims) == first  # still ours: the same network
+    assert json.loads((one / "network.json").read_text())["index"] == 1
+    assert (claims / "1").read_text().strip() == str(one.resolve())
+
+
+def test_a_released_network_is_taken_again_first_when_free(tmp_path: Path, claims: Path) -> None:
+    one, two, three = tmp_path / "one", tmp_path / "two", tmp_path / "three"
+    claim(one, claims)
+    assert claim(two, claims).index == 2
+    release_network(two, claims_dir=claims)
+    assert not (claims / "2").exists()
+    assert (two / "network.json").is_file()  # the preference stays
+    assert claim(two, claims).index == 2  # a restarted cluster gets its network back
+    release_network(two, claims_dir=claims)
+    assert claim(three, claims).index == 2  # the lowest free one
+    assert claim(two, claims).index == 3  # 2 is taken now: another one
+
+
+def test_stale_claims_are_taken_over(tmp_path: Path, claims: Path) -> None:
+    gone, moved, mine = tmp_path / "gone", tmp_path / "moved", tmp_path / "mine"
+    claim(gone, claims)
+    claim(moved, claims)
+    shutil.rmtree(gone)  # its owner directory no longer exists
+    (moved / "network.json").write_text(json.dumps({"index": 9}))  # its record names another
+    assert claim(mine, claims).index == 1
+    assert claim(tmp_path / "other", claims).index == 2
+
+
+def test_networks_that_overlap_host_routes_are_skipped(tmp_path: Path, claims: Path) -> None:
+    routes = [
+        Route(Network("10.244.1.0/24"), "eth1"),
+        Route(Network("10.96.2.0/23"), "eth2"),  # covers 10.96.2 and 10.96.3
+        Route(Network("10.244.4.0/24"), "olmtool4"),  # a bridge left behind: reusable
+    ]
+    assert claim(tmp_path / "a", claims, routes).index == 4
+    assert claim(tmp_path / "b", claims, routes).index == 5
+
+
+def test_no_free_network_is_an_error(tmp_path: Path, claims: Path) -> None:
+    everything = [Route(Network("10.0.0.0/8"), "eth0")]
+    with pytest.raises(NetworkError, match="no free cluster network"):
+        claim(tmp_path / "a", claims, everything)
+
+
+def test_release_leaves_other_claims_alone(tmp_path: Path, claims: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    claim(one, claims)
+    (two / "network.json").parent.mkdir()
+    (two / "network.json").write_text(json.dumps({"index": 1}))  # claims to be 1, is not
+    release_network(two, claims_dir=claims)
+    assert (claims / "1").exists()
+    release_network(tmp_path / "never-claimed", claims_dir=claims)  # nothing to do
+
+
+def test_host_routes_reads_the_kernel_table(tmp_path: Path) -> None:
+    table = tmp_path / "route"
+    table.write_text(
+        "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        "eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+    )
+    assert host_routes(table) == [Route(Network("192.0.2.0/24"), "eth0")]  # default left out
+    assert host_routes(tmp_path / "missing") == []
