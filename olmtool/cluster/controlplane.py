@@ -57,6 +57,9 @@ class ControlPlane:
     ca_file: Path
     kubeconfig: Path
     sa_key: Path | None = None
+    # the node agent's kubelet API: its serving cert, and the apiserver's client cert
+    kubelet_serving: pki.KeyPair | None = None
+    kubelet_client: pki.KeyPair | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def stop(self, grace: float = 10.0) -> None:
@@ -105,6 +108,7 @@ def launch_apiserver(assets: Path, state_dir: Path, *, timeout: float = 90.0) ->
 def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> ControlPlane:
     state_dir.mkdir(parents=True, exist_ok=True)
     ca, serving, sa, token = _credentials(state_dir)
+    kubelet_serving, kubelet_client = kubelet_credentials(state_dir, ca)
     tokens = state_dir / "tokens.csv"
     etcd_port, peer_port, api_port = free_ports(3)
     etcd_url = f"http://{LOOPBACK}:{etcd_port}"
@@ -112,6 +116,7 @@ def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> Contr
     plane = ControlPlane(
         state_dir, server, etcd_url, token, ca.cert, state_dir / "admin.kubeconfig", sa.key
     )
+    plane.kubelet_serving, plane.kubelet_client = kubelet_serving, kubelet_client
     write_kubeconfig(plane.kubeconfig, server=server, ca_file=ca.cert, token=token)
     try:
         plane.processes["etcd"] = _spawn(
@@ -146,6 +151,11 @@ def _launch_apiserver(assets: Path, state_dir: Path, *, timeout: float) -> Contr
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
                 "--allow-privileged=true",
+                # logs and exec reach the node agent's kubelet API, both sides verified
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--kubelet-client-certificate={kubelet_client.cert}",
+                f"--kubelet-client-key={kubelet_client.key}",
+                f"--kubelet-certificate-authority={ca.cert}",
             ],
             state_dir / "kube-apiserver.log",
         )
@@ -181,6 +191,27 @@ def _credentials(state_dir: Path) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair
     tokens.write_text(f'{token},admin,admin,"system:masters"\n')
     tokens.chmod(0o600)
     return ca, serving, sa, token
+
+
+def kubelet_credentials(state_dir: Path, ca: pki.KeyPair) -> tuple[pki.KeyPair, pki.KeyPair]:
+    """The node agent's kubelet serving cert (127.0.0.1) and the apiserver's client cert
+    for it, signed by the cluster CA; issued again when missing or from another CA."""
+    pki_dir = state_dir / "pki"
+    serving = pki.KeyPair(pki_dir / "kubelet.crt", pki_dir / "kubelet.key")
+    client = pki.KeyPair(
+        pki_dir / "kube-apiserver-kubelet-client.crt",
+        pki_dir / "kube-apiserver-kubelet-client.key",
+    )
+    if not pki.issued_by(serving, ca):
+        serving = pki.create_serving_cert(
+            pki_dir, ca, "kubelet", hosts=("localhost",), ips=(LOOPBACK,)
+        )
+    if not pki.issued_by(client, ca):
+        # the user and group a kubeadm apiserver presents to kubelets
+        client = pki.create_client_cert(
+            pki_dir, ca, "kube-apiserver-kubelet-client", organization="system:masters"
+        )
+    return serving, client
 
 
 @contextmanager

@@ -75,7 +75,12 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     with start_control_plane(kube_assets, state / "control-plane") as plane:
         started = time.monotonic()
         agent = NodeAgent(
-            plane.kubeconfig, state / "node", backoff_base=0.5, stop_grace=5, heartbeat=2
+            plane.kubeconfig,
+            state / "node",
+            backoff_base=0.5,
+            stop_grace=5,
+            heartbeat=2,
+            serving=plane.kubelet_serving,
         )
         agent.start()
         kube = Kube(plane.kubeconfig)
