@@ -292,7 +292,21 @@ def test_exec_refusals(node: Any, certs: dict[str, pki.KeyPair], tmp_path: Path)
         b"Upgrade request required\n",
     )
     assert get(server, certs, "/exec/ns/up/main?output=1")[0] == 400
-    assert get(server, certs, "/exec/ns/up/main?command=no-such-thing&output=1") == (
-        404,
-        b'executable "no-such-thing" not found in busybox or on the host\n',
+
+    # a command that cannot run is reported on the error stream, as a runtime does
+    client = upgrade(server, certs, "/exec/ns/up/main?command=no-such-thing&output=1")
+    ids = {kind: client.open(kind) for kind in ("error", "stdout")}
+    status = b""
+    while True:
+        frame = client.frame()
+        if isinstance(frame, spdy.Data) and frame.stream_id == ids["error"]:
+            status += frame.data
+            if frame.fin:
+                break
+    client.sock.close()
+    failure = json.loads(status)
+    assert failure["reason"] == "InternalError"
+    assert failure["message"] == (
+        "Internal error occurred: error executing command in container: "
+        'executable "no-such-thing" not found in busybox or on the host'
     )

@@ -18,6 +18,7 @@ from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cl
 from olmtool.cluster import local
 from olmtool.errors import InputError
 from tests.catalog.test_cli_validate import cli
+from tests.e2e.helpers import wait_for
 from tests.test_cli import olmtool
 
 MISSING = "no cluster named 'nope' (start one: olmtool cluster up)"
@@ -121,6 +122,24 @@ def test_up_gives_a_kubeconfig_whose_node_is_ready(kube_assets: Path, clusters: 
         status = cluster_status("full")
         assert status.node_ready is True and status.as_dict()["nodeReady"] is True
         assert status.components["node-agent"]
+
+        # the agent serves the kubelet API: kubectl logs and exec work
+        script = "echo hello from the pod; sleep 3600"
+        pod = ("run", "hello", "--image=busybox", "--restart=Never", "--", "sh", "-c", script)
+        wait_for(  # once the default service account exists
+            lambda: _kubectl(kube_assets, kubeconfig, *pod).returncode == 0, 30, "kubectl run"
+        )
+        wait_for(
+            lambda: (
+                "hello from the pod" in _kubectl(kube_assets, kubeconfig, "logs", "hello").stdout
+            ),
+            60,
+            "the pod's log through kubectl",
+        )
+        done = _kubectl(
+            kube_assets, kubeconfig, "exec", "hello", "--", "sh", "-c", "hostname; exit 3"
+        )
+        assert (done.returncode, done.stdout) == (3, "hello\n"), done.stderr
     finally:
         stopped = cluster_down("full", delete=True)
     assert stopped[0] == "node-agent"

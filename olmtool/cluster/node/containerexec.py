@@ -105,6 +105,7 @@ def exec_status(exit_code: int | None, command: Sequence[str], error: str | None
     reason ``NonZeroExitCode`` and the code as an ``ExitCode`` cause, or an internal
     error (the command could not run)."""
     if error is not None:
+        error = f"error executing command in container: {error}"
         return {
             "metadata": {},
             "status": "Failure",
@@ -167,11 +168,23 @@ def namespace_flags(pid: int, own: int | None = None) -> list[str]:
     return flags
 
 
+def check_running(container: Container) -> None:
+    """ExecError (kubelet's "container not found") unless ``container`` runs."""
+    proc = container.process
+    if (
+        container.image is None
+        or container.launch is None
+        or proc is None
+        or proc.poll() is not None
+    ):
+        raise ExecError(f'container not found ("{container.name}")')
+
+
 def invocation(container: Container, command: Sequence[str], tty: bool) -> Invocation:
     """How to run ``command`` in ``container``; ExecError when it cannot be."""
+    check_running(container)
     image, launch, proc = container.image, container.launch, container.process
-    if image is None or launch is None or proc is None or proc.poll() is not None:
-        raise ExecError(f'container not found ("{container.name}")')
+    assert image is not None and launch is not None and proc is not None
     env = dict(launch.env)
     if tty:
         env.setdefault("TERM", "xterm")

@@ -348,7 +348,7 @@ class Connection:
     ) -> Callable[[Request, list[str]], Awaitable[bool | None]] | None:
         if not parts:
             return None
-        read_only = method in ("GET", "HEAD")
+        read_only = method == "GET"
         if parts == ["healthz"] and read_only:
             return self._healthz
         if parts == ["pods"] and read_only:
@@ -428,16 +428,16 @@ class Connection:
             raise HttpError(404, f'pod "{pod}" with uid {parts[3]} does not exist')
         container = self.server.find_container(worker, name)
         try:
-            invoked = containerexec.invocation(container, options.command, options.tty)
+            containerexec.check_running(container)
         except ExecError as exc:
             raise HttpError(404, str(exc)) from None
         upgrade = request.upgrade
         log.debug("exec in %s/%s/%s over %s: %s", namespace, pod, name, upgrade, options)
         if upgrade == "websocket":
-            await self._exec_websocket(request, options, invoked)
+            await self._exec_websocket(request, options, container)
             return True
         if upgrade == "spdy/3.1":
-            await self._exec_spdy(request, options, invoked)
+            await self._exec_spdy(request, options, container)
             return True
         raise HttpError(400, "Upgrade request required")
 
@@ -451,7 +451,7 @@ class Connection:
         return bytes(data)
 
     async def _exec_spdy(
-        self, request: Request, options: ExecOptions, invoked: containerexec.Invocation
+        self, request: Request, options: ExecOptions, container: Container
     ) -> None:
         offered = request.header_values("x-stream-protocol-version")
         protocol = next((p for p in offered if p in SPDY_PROTOCOLS), None)
@@ -472,7 +472,7 @@ class Connection:
             streams = await _spdy_streams(session, options, protocol or "channel.k8s.io")
             if streams is None:
                 return
-            status = await _execute(invoked, options, streams)
+            status = await _execute(container, options, streams)
             await streams.finish(status, json_status=protocol == "v4.channel.k8s.io")
             await session.go_away()
             with contextlib.suppress(TimeoutError):  # let the client close first
@@ -481,7 +481,7 @@ class Connection:
             serving.cancel()
 
     async def _exec_websocket(
-        self, request: Request, options: ExecOptions, invoked: containerexec.Invocation
+        self, request: Request, options: ExecOptions, container: Container
     ) -> None:
         key = request.header("sec-websocket-key")
         protocol = wschannel.choose_protocol(request.headers.get("sec-websocket-protocol") or [])
@@ -515,7 +515,7 @@ class Connection:
             )
             await session.send(first, b"")
             streams = WebSocketStreams(session, options)
-            status = await _execute(invoked, options, streams)
+            status = await _execute(container, options, streams)
             if wschannel.reports_json_status(protocol):
                 await session.send(wschannel.ERROR, containerexec.status_json(status))
             elif text := containerexec.status_text(status):
@@ -551,16 +551,15 @@ def _log_source(worker: PodWorker, container: Container, previous: bool) -> tupl
 
 
 async def _execute(
-    invoked: containerexec.Invocation, options: ExecOptions, streams: containerexec.ExecStreams
+    container: Container, options: ExecOptions, streams: containerexec.ExecStreams
 ) -> JSON:
-    """Run the command; the status to report."""
+    """Run the command; the status to report (an internal error when it cannot run, as
+    a runtime reports a missing executable)."""
     try:
+        invoked = containerexec.invocation(container, options.command, options.tty)
         code = await containerexec.run(invoked, options, streams)
     except ExecError as exc:
         return containerexec.exec_status(None, options.command, str(exc))
-    except (ConnectionError, OSError) as exc:
-        log.debug("exec %s: the client went away: %s", list(options.command), exc)
-        raise
     return containerexec.exec_status(code, options.command)
 
 
