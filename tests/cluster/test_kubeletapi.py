@@ -310,3 +310,26 @@ def test_exec_refusals(node: Any, certs: dict[str, pki.KeyPair], tmp_path: Path)
         "Internal error occurred: error executing command in container: "
         'executable "no-such-thing" not found in busybox or on the host'
     )
+
+
+def test_stop_ends_exec_sessions_and_kills_their_commands(
+    node: Any, certs: dict[str, pki.KeyPair], tmp_path: Path
+) -> None:
+    fake, server = node
+    fake.workers.append(make_worker(tmp_path, "long", [running_container("main")]))
+    command = "command=sh&command=-c&command=echo+%24%24%3B+exec+sleep+30"
+    client = upgrade(server, certs, f"/exec/ns/long/main?{command}&output=1")
+    ids = {kind: client.open(kind) for kind in ("error", "stdout")}
+    frame = client.frame()
+    assert isinstance(frame, spdy.Data) and frame.stream_id == ids["stdout"]
+    pid = int(frame.data)
+    assert Path(f"/proc/{pid}").exists()
+
+    started = time.monotonic()
+    server.stop()
+    assert time.monotonic() - started < 5
+    assert not Path(f"/proc/{pid}").exists()  # killed and reaped
+    with pytest.raises((ConnectionError, ssl.SSLError, OSError)):
+        while True:
+            client.frame()
+    client.sock.close()

@@ -292,8 +292,11 @@ class TimeIndex:
             self.last_size = max((s for s, _ in self.samples()), default=0)
             if size <= self.last_size:
                 return
-        with self.path.open("a") as out:
-            out.write(f"{size} {when:.6f}\n")
+        try:
+            with self.path.open("a") as out:
+                out.write(f"{size} {when:.6f}\n")
+        except OSError:  # the Pod's directory was removed meanwhile
+            return
         self.last_size = size
 
     def samples(self) -> list[tuple[int, float]]:
