@@ -236,9 +236,10 @@ class LogFilter:
             if self._keep:
                 out += piece
             self._line_start = piece.endswith(b"\n")
-        return self._limit(bytes(out))
+        return self.limit(bytes(out))
 
-    def _limit(self, data: bytes) -> bytes:
+    def limit(self, data: bytes) -> bytes:
+        """``data`` cut to what ``limitBytes`` still allows."""
         if self.remaining is None:
             return data
         data = data[: max(self.remaining, 0)]
@@ -338,6 +339,8 @@ def render_log(log_file: Path, options: LogOptions) -> tuple[bytes, int, LogFilt
         mtime = os.fstat(handle.fileno()).st_mtime
     start = tail_start(data, options.tail_lines)
     log_filter = LogFilter(options)
+    if options.since is None and not options.timestamps:  # no line needs its time
+        return log_filter.limit(data[start:]), len(data), log_filter
     out = bytearray()
     samples = TimeIndex(log_file).samples()
     for line, when in line_times(data[start:], start, samples, mtime):
