@@ -64,6 +64,9 @@ class ControlPlane:
     ca_file: Path
     kubeconfig: Path
     sa_key: Path | None = None
+    # the node agent's kubelet API: its serving cert, and the apiserver's client cert
+    kubelet_serving: pki.KeyPair | None = None
+    kubelet_client: pki.KeyPair | None = None
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def stop(self, grace: float = 10.0) -> None:
@@ -126,6 +129,7 @@ def _launch_apiserver(
     service_cidr = network.service_cidr if network else SERVICE_CIDR
     service_ip = network.apiserver_service_ip if network else "10.0.0.1"
     ca, serving, sa, token = _credentials(state_dir, (LOOPBACK, service_ip))
+    kubelet_serving, kubelet_client = kubelet_credentials(state_dir, ca)
     tokens = state_dir / "tokens.csv"
     etcd_port, peer_port, api_port = free_ports(3)
     etcd_url = f"http://{LOOPBACK}:{etcd_port}"
@@ -133,6 +137,7 @@ def _launch_apiserver(
     plane = ControlPlane(
         state_dir, server, etcd_url, token, ca.cert, state_dir / "admin.kubeconfig", sa.key
     )
+    plane.kubelet_serving, plane.kubelet_client = kubelet_serving, kubelet_client
     write_kubeconfig(plane.kubeconfig, server=server, ca_file=ca.cert, token=token)
     try:
         plane.processes["etcd"] = _spawn(
@@ -167,6 +172,11 @@ def _launch_apiserver(
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-cluster-ip-range={service_cidr}",
                 "--allow-privileged=true",
+                # logs and exec reach the node agent's kubelet API, both sides verified
+                "--kubelet-preferred-address-types=InternalIP",
+                f"--kubelet-client-certificate={kubelet_client.cert}",
+                f"--kubelet-client-key={kubelet_client.key}",
+                f"--kubelet-certificate-authority={ca.cert}",
             ],
             state_dir / "kube-apiserver.log",
         )
@@ -206,6 +216,27 @@ def _credentials(
 
 def _serving_cert(pki_dir: Path, ca: pki.KeyPair, ips: tuple[str, ...]) -> pki.KeyPair:
     return pki.create_serving_cert(pki_dir, ca, "kube-apiserver", hosts=APISERVER_NAMES, ips=ips)
+
+
+def kubelet_credentials(state_dir: Path, ca: pki.KeyPair) -> tuple[pki.KeyPair, pki.KeyPair]:
+    """The node agent's kubelet serving cert (127.0.0.1) and the apiserver's client cert
+    for it, signed by the cluster CA; issued again when missing or from another CA."""
+    pki_dir = state_dir / "pki"
+    serving = pki.KeyPair(pki_dir / "kubelet.crt", pki_dir / "kubelet.key")
+    client = pki.KeyPair(
+        pki_dir / "kube-apiserver-kubelet-client.crt",
+        pki_dir / "kube-apiserver-kubelet-client.key",
+    )
+    if not pki.issued_by(serving, ca):
+        serving = pki.create_serving_cert(
+            pki_dir, ca, "kubelet", hosts=("localhost",), ips=(LOOPBACK,)
+        )
+    if not pki.issued_by(client, ca):
+        # the user and group a kubeadm apiserver presents to kubelets
+        client = pki.create_client_cert(
+            pki_dir, ca, "kube-apiserver-kubelet-client", organization="system:masters"
+        )
+    return serving, client
 
 
 @contextmanager

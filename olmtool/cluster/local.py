@@ -175,7 +175,7 @@ def up(
         _save(cluster)
         if node:
             say("starting the node agent")
-            _start_node(cluster, state_dir)
+            _start_node(cluster, state_dir, plane)
             _save(cluster)
             say("waiting for the node to be Ready")
             _wait_node_ready(cluster, timeout)
@@ -227,7 +227,7 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> str:
     return registry.address
 
 
-def _start_node(cluster: Cluster, state_dir: Path) -> None:
+def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
     if importlib.util.find_spec("olmtool.cluster.node") is None:
         raise ArgumentError("is needed: this olmtool has no node agent", argument="node")
     args = [
@@ -242,6 +242,9 @@ def _start_node(cluster: Cluster, state_dir: Path) -> None:
         args.append(f"--network-index={cluster.network}")
     if cluster.registry:
         args.append(f"--registry={cluster.registry}")
+    if plane.kubelet_serving:  # the kubelet API, for kubectl logs and exec
+        args.append(f"--tls-cert-file={plane.kubelet_serving.cert}")
+        args.append(f"--tls-private-key-file={plane.kubelet_serving.key}")
     with (state_dir / "node-agent.log").open("ab") as log:
         process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

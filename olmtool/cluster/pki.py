@@ -1,4 +1,5 @@
-"""Keys and certificates for a local control plane: a CA, serving certs, SA signing keys."""
+"""Keys and certificates for a local control plane: a CA, serving and client certs, SA
+signing keys."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
@@ -95,6 +97,46 @@ def certificate_ips(cert: Path) -> set[str]:
     except x509.ExtensionNotFound:
         return set()
     return {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
+
+
+def create_client_cert(
+    directory: Path, ca: KeyPair, name: str, *, organization: str | None = None
+) -> KeyPair:
+    """A TLS client certificate for the user ``name`` (group ``organization``), signed
+    by ``ca``: what the apiserver presents to the node agent's kubelet API."""
+    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
+    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
+    if organization:
+        attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attributes))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.ExtendedKeyUsage([x509.OID_CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+    )
+    pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
+    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    _write_key(pair.key, key)
+    return pair
+
+
+def issued_by(pair: KeyPair, ca: KeyPair) -> bool:
+    """Whether ``pair``'s certificate exists, was signed by ``ca`` and is still valid."""
+    try:
+        cert = x509.load_pem_x509_certificate(pair.cert.read_bytes())
+        ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
+        cert.verify_directly_issued_by(ca_cert)
+    except (OSError, ValueError, TypeError, InvalidSignature):
+        return False
+    return pair.key.is_file() and cert.not_valid_after_utc > datetime.datetime.now(datetime.UTC)
 
 
 def create_signing_key(directory: Path, name: str = "service-account") -> KeyPair:

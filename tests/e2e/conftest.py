@@ -95,6 +95,7 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
             stop_grace=5,
             heartbeat=2,
             network=network,
+            serving=plane.kubelet_serving,
         )
         agent.start()
         kube = Kube(plane.kubeconfig)

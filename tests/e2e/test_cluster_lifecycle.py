@@ -19,6 +19,7 @@ from olmtool.cluster import ClusterNetwork, local
 from olmtool.cluster.network import default_claims_dir
 from olmtool.errors import InputError
 from tests.catalog.test_cli_validate import cli
+from tests.e2e.helpers import wait_for
 from tests.test_cli import olmtool
 
 MISSING = "no cluster named 'nope' (start one: olmtool cluster up)"
@@ -125,6 +126,24 @@ def test_up_gives_a_kubeconfig_whose_node_is_ready(kube_assets: Path, clusters: 
         assert status.components["node-agent"]
         network = ClusterNetwork(cluster.network or 0)
         assert Path(f"/sys/class/net/{network.bridge}").exists()  # the node's Pod network
+
+        # the agent serves the kubelet API: kubectl logs and exec work
+        script = "echo hello from the pod; sleep 3600"
+        pod = ("run", "hello", "--image=busybox", "--restart=Never", "--", "sh", "-c", script)
+        wait_for(  # once the default service account exists
+            lambda: _kubectl(kube_assets, kubeconfig, *pod).returncode == 0, 30, "kubectl run"
+        )
+        wait_for(
+            lambda: (
+                "hello from the pod" in _kubectl(kube_assets, kubeconfig, "logs", "hello").stdout
+            ),
+            60,
+            "the pod's log through kubectl",
+        )
+        done = _kubectl(
+            kube_assets, kubeconfig, "exec", "hello", "--", "sh", "-c", "hostname; exit 3"
+        )
+        assert (done.returncode, done.stdout) == (3, "hello\n"), done.stderr
     finally:
         stopped = cluster_down("full", delete=True)
     assert stopped[0] == "node-agent"

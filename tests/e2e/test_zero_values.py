@@ -10,6 +10,7 @@ cannot install anything. Each write path the apiserver has is tried.
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -65,9 +66,8 @@ BASE = f"/apis/{GROUP}/v1/namespaces/default/{PLURAL}"
 @pytest.fixture(scope="module")
 def api(control_plane: ControlPlane) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {control_plane.token}"}
-    with httpx.Client(
-        base_url=control_plane.server, headers=headers, verify=str(control_plane.ca_file)
-    ) as http:
+    trust = ssl.create_default_context(cafile=str(control_plane.ca_file))
+    with httpx.Client(base_url=control_plane.server, headers=headers, verify=trust) as http:
         created = http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=CRD)
         assert created.status_code in (201, 409), created.text
         _wait_established(http)

@@ -6,8 +6,9 @@
 >>> print(read_logs(state_dir / "node", "default", "my-pod"))
 
 Run it on its own with ``python -m olmtool.cluster.node --kubeconfig K --state-dir D
-[--node-name N] [--registry HOST:PORT] [--network-index I]``; SIGTERM stops every Pod
-and exits 0.
+[--node-name N] [--registry HOST:PORT] [--network-index I] [--tls-cert-file C
+--tls-private-key-file K]`` (the serving certificate turns the kubelet API on); SIGTERM
+stops every Pod and exits 0.
 
 What a Pod gets, and how it differs from a real kubelet:
 
@@ -39,7 +40,8 @@ What a Pod gets, and how it differs from a real kubelet:
   root or a network, Pods share the host's network stack with loopback IPs
   (``127.<i>.0.0/16``) and ClusterIPs do not answer (see :mod:`.network`).
 * **Logs** are files, ``<state>/pods/<ns>_<pod>_<uid>/<container>/<restart>.log``,
-  read with :func:`read_logs` (there is no kubelet API for ``kubectl logs``/``exec``).
+  read with :func:`read_logs`, or through the kubelet API (:mod:`.kubeletapi`, when the
+  agent has a serving certificate), which also runs ``kubectl exec`` commands.
 * **Storage.** The agent runs :mod:`.provisioner`: the default StorageClass
   ``standard`` provisions hostPath volumes under ``<state>/volumes``.
 """

@@ -1,9 +1,11 @@
 """``python -m olmtool.cluster.node --kubeconfig K --state-dir D [--node-name N]
-[--registry HOST:PORT] [--network-index I]``: run the node agent until SIGTERM or SIGINT,
-which stop every Pod's processes (SIGTERM, then SIGKILL after the grace period) before
-exiting 0. ``--network-index`` is the cluster network the cluster claimed
-(:mod:`olmtool.cluster.network`): Pods get network namespaces on it and Services
-answer on their ClusterIPs."""
+[--registry HOST:PORT] [--network-index I] [--tls-cert-file C --tls-private-key-file K
+[--port P]]``: run the node agent until SIGTERM or SIGINT, which stop every Pod's
+processes (SIGTERM, then SIGKILL after the grace period) before exiting 0.
+``--network-index`` is the cluster network the cluster claimed
+(:mod:`olmtool.cluster.network`): Pods get network namespaces on it and Services answer
+on their ClusterIPs. With a serving certificate (signed by the cluster CA) it serves the
+kubelet API for ``kubectl logs`` and ``exec``."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from olmtool.cluster.network import ClusterNetwork
 from olmtool.cluster.node.agent import NodeAgent
+from olmtool.cluster.pki import KeyPair
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,8 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--network-index", type=int, default=None, help="the cluster network (1-254)"
     )
+    parser.add_argument("--tls-cert-file", type=Path, help="the kubelet API's serving cert")
+    parser.add_argument("--tls-private-key-file", type=Path)
+    parser.add_argument("--port", type=int, default=0, help="kubelet API port (0: a free one)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
+    if (args.tls_cert_file is None) != (args.tls_private_key_file is None):
+        parser.error("--tls-cert-file and --tls-private-key-file go together")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -43,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         backoff_base=args.backoff_base,
         stop_grace=args.stop_grace,
         network=ClusterNetwork(args.network_index) if args.network_index else None,
+        serving=KeyPair(args.tls_cert_file, args.tls_private_key_file)
+        if args.tls_cert_file
+        else None,
+        kubelet_port=args.port,
     )
 
     def stop(signum: int, frame: object) -> None:

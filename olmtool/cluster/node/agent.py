@@ -5,7 +5,13 @@ processes (a :class:`~.worker.PodWorker` each, which sees the agent as a
 the cluster's network, its Pods get network namespaces (:mod:`.podnet`) and its
 Services answer on their ClusterIPs (:mod:`.services`).
 
->>> agent = NodeAgent(plane.kubeconfig, state_dir, network=claim_network(cluster_dir))
+With a serving certificate (``serving``, signed by the cluster CA) it also serves the
+kubelet API (:mod:`.kubeletapi`: ``kubectl logs`` and ``exec``) and reports its port.
+
+>>> agent = NodeAgent(
+...     plane.kubeconfig, state_dir, network=claim_network(cluster_dir),
+...     serving=plane.kubelet_serving,
+... )
 >>> agent.start()      # returns once the Node is registered and Ready
 >>> agent.stop()       # SIGTERM (then SIGKILL) to every container; nothing is left behind
 """
@@ -41,12 +47,14 @@ from olmtool.cluster.node.kube import (
     status_of,
     watch_forever,
 )
+from olmtool.cluster.node.kubeletapi import KubeletServer
 from olmtool.cluster.node.network import render_hosts, write_in_place
 from olmtool.cluster.node.podnet import PodNetwork
 from olmtool.cluster.node.provisioner import Provisioner
 from olmtool.cluster.node.runtime import ImageResolver, ResolvedImage
 from olmtool.cluster.node.services import Address, ServiceProxy
 from olmtool.cluster.node.worker import PodWorker
+from olmtool.cluster.pki import KeyPair
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +76,8 @@ class NodeAgent:
     10 s; the cap scales with it, 5 minutes for 10 s). ``stop_grace`` bounds the grace
     period containers get when the agent stops. ``network`` is the cluster network
     (:func:`olmtool.cluster.network.claim_network`); one agent per cluster network.
+    ``serving`` (cert and key for 127.0.0.1) turns the kubelet API on, on
+    ``kubelet_port`` (0: a free one).
     """
 
     def __init__(
@@ -82,6 +92,8 @@ class NodeAgent:
         heartbeat: float = HEARTBEAT,
         isolate: bool | None = None,
         network: ClusterNetwork | None = None,
+        serving: KeyPair | None = None,
+        kubelet_port: int = 0,
     ) -> None:
         self.kubeconfig = Path(kubeconfig)
         self.state_dir = Path(state_dir)
@@ -112,6 +124,9 @@ class NodeAgent:
         self.proxy: ServiceProxy | None = None
         self.started = False
         self.ready_at: float | None = None
+        self.serving = serving
+        self.kubelet_port = kubelet_port
+        self.kubelet_api: KubeletServer | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -147,9 +162,12 @@ class NodeAgent:
             service_env=apiserver_env(self._apiserver_url()),
         )
         try:
+            self._start_kubelet_api()
             self.register()
         except BaseException:  # a failed start leaves no bridge, route or listener behind
             self.stop_event.set()
+            if self.kubelet_api:
+                self.kubelet_api.stop()
             self._stop_networking()
             raise
         self.provisioner = Provisioner(self.kube, self.state_dir, self.streams)
@@ -170,6 +188,8 @@ class NodeAgent:
             return
         self.started = False
         self.stop_event.set()
+        if self.kubelet_api:
+            self.kubelet_api.stop()  # ends exec sessions before their containers stop
         if self.provisioner:
             self.provisioner.stop()
         with self._workers_lock:
@@ -198,6 +218,26 @@ class NodeAgent:
     def run_forever(self) -> None:
         while not self.stop_event.wait(1.0):
             pass
+
+    def _start_kubelet_api(self) -> None:
+        if self.serving is None or not self.ca_bytes:
+            log.info("no serving certificate or CA: no kubelet API (kubectl logs and exec)")
+            return
+        self.kubelet_api = KubeletServer(
+            self,
+            self.serving.cert,
+            self.serving.key,
+            self.ca_bytes,
+            self.host_ip,
+            self.kubelet_port,
+        )
+        self.kubelet_api.start()
+        self.kubelet_port = self.kubelet_api.port
+
+    def pod_workers(self) -> list[PodWorker]:
+        """The node's Pod workers (for the kubelet API)."""
+        with self._workers_lock:
+            return list(self.workers.values())
 
     # -- the Node ------------------------------------------------------------------------
 
@@ -321,7 +361,7 @@ class NodeAgent:
                     {"type": "Hostname", "address": self.node_name},
                 ],
                 nodeInfo=self._node_info(),
-                daemonEndpoints={"kubeletEndpoint": {"Port": 0}},
+                daemonEndpoints={"kubeletEndpoint": {"Port": self.kubelet_port}},
             )
         path = f"/api/v1/nodes/{self.node_name}/status"
         node = self.kube.patch(path, {"status": status}, STRATEGIC_PATCH)
