@@ -61,32 +61,44 @@ def create_ca(directory: Path, name: str = "olmtool-ca") -> KeyPair:
     return pair
 
 
-def create_serving_cert(
-    directory: Path, ca: KeyPair, name: str, *, hosts: tuple[str, ...], ips: tuple[str, ...]
+def _issue(
+    directory: Path,
+    ca: KeyPair,
+    name: str,
+    subject: x509.Name,
+    extensions: list[x509.ExtensionType],
 ) -> KeyPair:
-    """A TLS server certificate for ``hosts`` and ``ips``, signed by ``ca``."""
+    """A certificate for a new key, signed by ``ca``, written as ``<name>.crt/.key``."""
     ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
     ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
-    names: list[x509.GeneralName] = [x509.DNSName(h) for h in hosts]
-    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(_name(name))
+        .subject_name(subject)
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     )
+    for extension in extensions:
+        builder = builder.add_extension(extension, critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
     pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
     pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_key(pair.key, key)
     return pair
+
+
+def create_serving_cert(
+    directory: Path, ca: KeyPair, name: str, *, hosts: tuple[str, ...], ips: tuple[str, ...]
+) -> KeyPair:
+    """A TLS server certificate for ``hosts`` and ``ips``, signed by ``ca``."""
+    names: list[x509.GeneralName] = [x509.DNSName(h) for h in hosts]
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    usage = x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH])
+    return _issue(directory, ca, name, _name(name), [x509.SubjectAlternativeName(names), usage])
 
 
 def certificate_ips(cert: Path) -> set[str]:
@@ -104,28 +116,11 @@ def create_client_cert(
 ) -> KeyPair:
     """A TLS client certificate for the user ``name`` (group ``organization``), signed
     by ``ca``: what the apiserver presents to the node agent's kubelet API."""
-    ca_key = serialization.load_pem_private_key(ca.key.read_bytes(), password=None)
-    ca_cert = x509.load_pem_x509_certificate(ca.cert.read_bytes())
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.UTC)
     attributes = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
     if organization:
         attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attributes))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + _VALIDITY)
-        .add_extension(x509.ExtendedKeyUsage([x509.OID_CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
-    )
-    pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
-    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(pair.key, key)
-    return pair
+    usage = x509.ExtendedKeyUsage([x509.OID_CLIENT_AUTH])
+    return _issue(directory, ca, name, x509.Name(attributes), [usage])
 
 
 def issued_by(pair: KeyPair, ca: KeyPair) -> bool:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from olmtool.cluster.assets import CONTROL_PLANE
 from olmtool.cluster.controlplane import start_control_plane
 from olmtool.cluster.node import NodeAgent
 from olmtool.cluster.node.kube import Kube
-from tests.e2e.helpers import TIMINGS, Cluster, node_ready, wait_for
+from tests.e2e.helpers import TIMINGS, Cluster, node_ready, service_account_ready, wait_for
 
 REQUIRED = ("etcd", "kube-apiserver")
 
@@ -111,3 +112,14 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
             print(
                 "\nnode agent timings: " + ", ".join(f"{k}: {v:.2f}s" for k, v in TIMINGS.items())
             )
+
+
+@pytest.fixture
+def ns(cluster: Cluster) -> Iterator[str]:
+    """A fresh namespace whose default service account has its token (pods need it)."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    wait_for(lambda: service_account_ready(cluster.kube, name, "default"), 30, "default SA")
+    yield name
+    with contextlib.suppress(Exception):
+        cluster.kube.delete(f"/api/v1/namespaces/{name}")

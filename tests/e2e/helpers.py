@@ -49,3 +49,9 @@ def node_ready(kube: Kube, name: str = NODE) -> bool:
     node = kube.get(f"/api/v1/nodes/{name}")
     conditions = {c["type"]: c["status"] for c in node["status"].get("conditions") or []}
     return conditions.get("Ready") == "True" and not node["spec"].get("taints")
+
+
+def service_account_ready(kube: Kube, namespace: str, name: str) -> bool:
+    """Whether the service account exists with its token Secret (Pods need it)."""
+    account = kube.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}")
+    return bool(account and account.get("secrets"))

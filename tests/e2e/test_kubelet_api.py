@@ -10,29 +10,11 @@ import socket
 import ssl
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.helpers import JSON, NODE, TIMINGS, Cluster, wait_for
-
-
-@pytest.fixture
-def ns(cluster: Cluster) -> Iterator[str]:
-    name = f"kapi-{uuid.uuid4().hex[:8]}"
-    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
-
-    def account_ready() -> bool:
-        path = f"/api/v1/namespaces/{name}/serviceaccounts/default"
-        account = cluster.kube.get_or_none(path)
-        return bool(account and account.get("secrets"))
-
-    wait_for(account_ready, 30, "default service account")
-    yield name
-    with contextlib.suppress(Exception):
-        cluster.kube.delete(f"/api/v1/namespaces/{name}")
 
 
 @pytest.fixture(scope="module")

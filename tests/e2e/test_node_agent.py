@@ -7,7 +7,6 @@ every test; each test works in its own namespace.
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import os
@@ -17,8 +16,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,23 +24,15 @@ import pytest
 from olmtool.cluster.node import NodeAgent, read_logs
 from olmtool.cluster.node.kube import Kube
 from olmtool.images import LocalRegistry, push
-from tests.e2e.helpers import JSON, NODE, TIMINGS, Cluster, node_ready, wait_for
-
-
-@pytest.fixture
-def ns(cluster: Cluster) -> Iterator[str]:
-    """A fresh namespace whose default service account has its token (pods need it)."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    wait_for(lambda: service_account_ready(cluster.kube, name, "default"), 30, "default SA")
-    yield name
-    with contextlib.suppress(Exception):
-        cluster.kube.delete(f"/api/v1/namespaces/{name}")
-
-
-def service_account_ready(kube: Kube, namespace: str, name: str) -> bool:
-    account = kube.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}")
-    return bool(account and account.get("secrets"))
+from tests.e2e.helpers import (
+    JSON,
+    NODE,
+    TIMINGS,
+    Cluster,
+    node_ready,
+    service_account_ready,
+    wait_for,
+)
 
 
 def get_pod(kube: Kube, namespace: str, name: str) -> JSON:

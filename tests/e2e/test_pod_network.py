@@ -16,7 +16,6 @@ import sys
 import textwrap
 import time
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from olmtool.cluster.node import NodeAgent, read_logs
 from olmtool.cluster.node.kube import Kube
 from olmtool.cluster.node.netns import leftover_sandboxes, remove_node_network
 from olmtool.ports import free_port
-from tests.e2e.helpers import JSON, TIMINGS, Cluster, node_ready, wait_for
+from tests.e2e.helpers import JSON, TIMINGS, Cluster, node_ready, service_account_ready, wait_for
 from tests.e2e.test_node_agent import (
     create_pod,
     get_pod,
@@ -36,7 +35,6 @@ from tests.e2e.test_node_agent import (
     make_pod,
     phase,
     pods,
-    service_account_ready,
 )
 
 NAME_SERVER = textwrap.dedent(
@@ -73,16 +71,6 @@ FETCH = textwrap.dedent(
         print(url, body, flush=True)
     """
 )
-
-
-@pytest.fixture
-def ns(cluster: Cluster) -> Iterator[str]:
-    name = f"n-{uuid.uuid4().hex[:8]}"
-    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    wait_for(lambda: service_account_ready(cluster.kube, name, "default"), 30, "default SA")
-    yield name
-    with contextlib.suppress(Exception):
-        cluster.kube.delete(f"/api/v1/namespaces/{name}")
 
 
 def server_container(**extra: object) -> JSON:
