@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import platform
 import queue
 import threading
 import time
@@ -30,25 +28,22 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from olmtool import __version__
-from olmtool.cluster.assets import KUBERNETES_VERSION
 from olmtool.cluster.network import ClusterNetwork
 from olmtool.cluster.node import process
 from olmtool.cluster.node.containers import grace_period
 from olmtool.cluster.node.env import apiserver_env
 from olmtool.cluster.node.host import NodeSettings
 from olmtool.cluster.node.kube import (
-    STRATEGIC_PATCH,
     Kube,
     PodApi,
     Streams,
     now,
-    now_micro,
     status_of,
     watch_forever,
 )
 from olmtool.cluster.node.kubeletapi import KubeletServer
 from olmtool.cluster.node.network import render_hosts, write_in_place
+from olmtool.cluster.node.nodeobject import NodeObject, capacity
 from olmtool.cluster.node.podnet import PodNetwork
 from olmtool.cluster.node.provisioner import Provisioner
 from olmtool.cluster.node.runtime import ImageResolver, ResolvedImage
@@ -60,12 +55,8 @@ log = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 HOST_IP = "127.0.0.1"
-LEASE_NAMESPACE = "kube-node-lease"
-LEASE_SECONDS = 40
 HEARTBEAT = 10.0
-MAX_PODS = 110
 STOP_GRACE = 10.0
-NODE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 
 
 class NodeAgent:
@@ -149,7 +140,8 @@ class NodeAgent:
         self.images = ImageResolver(self.state_dir / "images", self.registry)
         ca = self.kube.ca_file
         self.ca_bytes = Path(ca).read_bytes() if ca and Path(ca).is_file() else b""
-        self.allocatable = self._capacity()
+        self.allocatable = capacity(self.state_dir)
+        self.node = NodeObject(self.kube, self.node_name, self.host_ip, self.allocatable)
         self.api = PodApi(self.kube)
         self._start_networking()
         self.settings = NodeSettings(
@@ -241,180 +233,16 @@ class NodeAgent:
 
     # -- the Node ------------------------------------------------------------------------
 
-    def _capacity(self) -> dict[str, str]:
-        memory_kib = 0
-        try:
-            for line in Path("/proc/meminfo").read_text().splitlines():
-                if line.startswith("MemTotal:"):
-                    memory_kib = int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
-        stat = os.statvfs(self.state_dir)
-        return {
-            "cpu": str(os.cpu_count() or 1),
-            "memory": f"{memory_kib}Ki",
-            "pods": str(MAX_PODS),
-            "ephemeral-storage": f"{stat.f_blocks * stat.f_frsize // 1024}Ki",
-        }
-
-    def _node_info(self) -> JSON:
-        def read(path: str) -> str:
-            try:
-                return Path(path).read_text().strip()
-            except OSError:
-                return ""
-
-        os_image = "Linux"
-        for line in read("/etc/os-release").splitlines():
-            if line.startswith("PRETTY_NAME="):
-                os_image = line.partition("=")[2].strip('"')
-        machine = platform.machine()
-        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
-        return {
-            "machineID": read("/etc/machine-id"),
-            "systemUUID": read("/sys/class/dmi/id/product_uuid") or read("/etc/machine-id"),
-            "bootID": read("/proc/sys/kernel/random/boot_id"),
-            "kernelVersion": platform.release(),
-            "osImage": os_image,
-            "containerRuntimeVersion": f"olmtool://{__version__}",
-            "kubeletVersion": f"v{KUBERNETES_VERSION}",
-            "kubeProxyVersion": "",
-            "operatingSystem": "linux",
-            "architecture": arch,
-        }
-
-    def _conditions(self, ready: bool = True) -> list[JSON]:
-        stamp = now()
-
-        def cond(kind: str, status: bool, reason: str, message: str) -> JSON:
-            return {
-                "type": kind,
-                "status": "True" if status else "False",
-                "reason": reason,
-                "message": message,
-                "lastHeartbeatTime": stamp,
-            }
-
-        return [
-            cond(
-                "MemoryPressure",
-                False,
-                "KubeletHasSufficientMemory",
-                "kubelet has sufficient memory available",
-            ),
-            cond("DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-            cond(
-                "PIDPressure",
-                False,
-                "KubeletHasSufficientPID",
-                "kubelet has sufficient PID available",
-            ),
-            cond(
-                "Ready",
-                ready,
-                "KubeletReady" if ready else "KubeletNotReady",
-                "olmtool node agent is posting ready status"
-                if ready
-                else "olmtool node agent stopped",
-            ),
-        ]
-
     def register(self) -> None:
         """Create (or adopt) the Node, clear the taints the apiserver adds, post status."""
-        machine = platform.machine()
-        arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
-        labels = {
-            "kubernetes.io/hostname": self.node_name,
-            "kubernetes.io/os": "linux",
-            "kubernetes.io/arch": arch,
-            "beta.kubernetes.io/os": "linux",
-            "beta.kubernetes.io/arch": arch,
-            "node.olmtool.dev/agent": "true",
-        }
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": self.node_name, "labels": labels},
-            "spec": {},
-        }
-        try:
-            node = self.kube.create("/api/v1/nodes", body)
-        except Exception as exc:
-            if status_of(exc) != 409:
-                raise
-            node = self.kube.patch(
-                f"/api/v1/nodes/{self.node_name}", {"metadata": {"labels": labels}}
-            )
-        self._post_status(first=True)
-        self._clear_taints(node)
-        self._renew_lease()
+        self.node.kubelet_port = self.kubelet_port
+        self.node.register()
         self.ready_at = time.monotonic()
-
-    def _post_status(self, first: bool = False, ready: bool = True) -> JSON:
-        status: JSON = {"conditions": self._conditions(ready)}
-        if first:
-            status.update(
-                capacity=self.allocatable,
-                allocatable=self.allocatable,
-                addresses=[
-                    {"type": "InternalIP", "address": self.host_ip},
-                    {"type": "Hostname", "address": self.node_name},
-                ],
-                nodeInfo=self._node_info(),
-                daemonEndpoints={"kubeletEndpoint": {"Port": self.kubelet_port}},
-            )
-        path = f"/api/v1/nodes/{self.node_name}/status"
-        node = self.kube.patch(path, {"status": status}, STRATEGIC_PATCH)
-        # lastTransitionTime: set when the status changes, kept otherwise
-        previous = {c["type"]: c for c in (node.get("status") or {}).get("conditions") or []}
-        fix = []
-        for cond in status["conditions"]:
-            old = previous.get(cond["type"]) or {}
-            if not old.get("lastTransitionTime"):
-                fix.append({"type": cond["type"], "lastTransitionTime": now()})
-        if fix:
-            node = self.kube.patch(path, {"status": {"conditions": fix}}, STRATEGIC_PATCH)
-        return node
-
-    def _clear_taints(self, node: JSON) -> None:
-        taints = (node.get("spec") or {}).get("taints") or []
-        keep = [t for t in taints if t.get("key") not in NODE_TAINTS]
-        if len(keep) != len(taints):
-            self.kube.patch(f"/api/v1/nodes/{self.node_name}", {"spec": {"taints": keep or None}})
-
-    def _renew_lease(self) -> None:
-        path = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
-        spec = {
-            "holderIdentity": self.node_name,
-            "leaseDurationSeconds": LEASE_SECONDS,
-            "renewTime": now_micro(),
-        }
-        try:
-            self.kube.patch(f"{path}/{self.node_name}", {"spec": spec})
-        except Exception as exc:
-            if status_of(exc) != 404:
-                raise
-            node = self.kube.get(f"/api/v1/nodes/{self.node_name}")
-            owner = {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "name": self.node_name,
-                "uid": node["metadata"]["uid"],
-            }
-            lease = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": {"name": self.node_name, "ownerReferences": [owner]},
-                "spec": spec,
-            }
-            self.kube.create(path, lease)
 
     def _heartbeat_loop(self) -> None:
         while not self.stop_event.wait(self.heartbeat):
             try:
-                node = self._post_status()
-                self._clear_taints(node)
-                self._renew_lease()
+                self.node.heartbeat()
             except Exception as exc:
                 if status_of(exc) == 404:  # someone deleted the Node: register again
                     try:
@@ -426,7 +254,7 @@ class NodeAgent:
 
     def _mark_not_ready(self) -> None:
         try:
-            self._post_status(ready=False)
+            self.node.mark_not_ready()
         except Exception as exc:  # the apiserver may already be gone
             log.debug("could not mark the node NotReady: %s", exc)
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import h11
 from wsproto.utilities import generate_accept_token
 
-from olmtool.cluster.node import containerexec, logs, spdy, wschannel
+from olmtool.cluster.node import containerexec, execsession, logs, spdy, wschannel
 from olmtool.cluster.node.containerexec import ExecError, ExecOptions
 from olmtool.cluster.node.logs import LogFilter, LogOptions, LogOptionsError
 
@@ -56,8 +56,6 @@ JSON = dict[str, Any]
 MAX_HEADERS = 64 * 1024
 FOLLOW_POLL = 0.2  # seconds between reads of a followed log
 CLOCK_TICK = 1.0  # seconds between samples of the running containers' log sizes
-STREAM_CREATION_TIMEOUT = 30.0  # kubelet's: the client opens its SPDY streams by then
-SPDY_PROTOCOLS = ("v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io")
 
 
 class KubeletHost(Protocol):
@@ -454,12 +452,12 @@ class Connection:
         self, request: Request, options: ExecOptions, container: Container
     ) -> None:
         offered = request.header_values("x-stream-protocol-version")
-        protocol = next((p for p in offered if p in SPDY_PROTOCOLS), None)
+        protocol = next((p for p in offered if p in execsession.SPDY_PROTOCOLS), None)
         if protocol is None and offered:
             raise HttpError(
                 403,
                 f"unable to upgrade: unable to negotiate protocol: client supports {offered}, "
-                f"server supports {list(SPDY_PROTOCOLS)}",
+                f"server supports {list(execsession.SPDY_PROTOCOLS)}",
             )
         log.debug("exec: SPDY/3.1 with %s", protocol or "channel.k8s.io (v1)")
         headers = [("Connection", "Upgrade"), ("Upgrade", "SPDY/3.1")]
@@ -467,18 +465,7 @@ class Connection:
             headers.append(("X-Stream-Protocol-Version", protocol))
         initial = await self._switch(headers)
         session = spdy.Session(self.reader, self.writer, initial)
-        serving = asyncio.create_task(session.serve())
-        try:
-            streams = await _spdy_streams(session, options, protocol or "channel.k8s.io")
-            if streams is None:
-                return
-            status = await _execute(container, options, streams)
-            await streams.finish(status, json_status=protocol == "v4.channel.k8s.io")
-            await session.go_away()
-            with contextlib.suppress(TimeoutError):  # let the client close first
-                await asyncio.wait_for(session.closed.wait(), wschannel.CLOSE_WAIT)
-        finally:
-            serving.cancel()
+        await execsession.over_spdy(session, protocol, options, container)
 
     async def _exec_websocket(
         self, request: Request, options: ExecOptions, container: Container
@@ -503,26 +490,7 @@ class Connection:
             headers.append(("Sec-WebSocket-Protocol", protocol))
         initial = await self._switch(headers)
         session = wschannel.ChannelSession(self.reader, self.writer, protocol, initial)
-        serving = asyncio.create_task(session.serve())
-        try:
-            # an empty message on the first output channel tells the client we are ready
-            first = (
-                wschannel.STDOUT
-                if options.stdout
-                else wschannel.STDERR
-                if options.stderr
-                else wschannel.ERROR
-            )
-            await session.send(first, b"")
-            streams = WebSocketStreams(session, options)
-            status = await _execute(container, options, streams)
-            if wschannel.reports_json_status(protocol):
-                await session.send(wschannel.ERROR, containerexec.status_json(status))
-            elif text := containerexec.status_text(status):
-                await session.send(wschannel.ERROR, text)
-            await session.close()
-        finally:
-            serving.cancel()
+        await execsession.over_websocket(session, protocol, options, container)
 
 
 async def _method_not_allowed(request: Request, parts: list[str]) -> None:
@@ -548,94 +516,3 @@ def _log_source(worker: PodWorker, container: Container, previous: bool) -> tupl
             400, f'container "{container.name}" in pod "{pod}" is waiting to start: {reason}'
         )
     return files[-1], container.process is not None
-
-
-async def _execute(
-    container: Container, options: ExecOptions, streams: containerexec.ExecStreams
-) -> JSON:
-    """Run the command; the status to report (an internal error when it cannot run, as
-    a runtime reports a missing executable)."""
-    try:
-        invoked = containerexec.invocation(container, options.command, options.tty)
-        code = await containerexec.run(invoked, options, streams)
-    except ExecError as exc:
-        return containerexec.exec_status(None, options.command, str(exc))
-    return containerexec.exec_status(code, options.command)
-
-
-# -- SPDY streams -----------------------------------------------------------------------
-
-
-class SpdyStreams:
-    """The client's SPDY streams of an exec session, by ``streamtype``."""
-
-    def __init__(self, by_type: dict[str, spdy.Stream]) -> None:
-        self.by_type = by_type
-        stdin, resize = by_type.get("stdin"), by_type.get("resize")
-        self.stdin = stdin.reader if stdin else None
-        self.resize = resize.reader if resize else None
-
-    async def write_stdout(self, data: bytes) -> None:
-        if stream := self.by_type.get("stdout"):
-            await stream.write(data)
-
-    async def write_stderr(self, data: bytes) -> None:
-        if stream := self.by_type.get("stderr"):
-            await stream.write(data)
-
-    async def finish(self, status: JSON, *, json_status: bool) -> None:
-        """End the output streams, then report ``status`` on the error stream."""
-        for kind in ("stdout", "stderr", "stdin", "resize"):
-            if stream := self.by_type.get(kind):
-                await stream.close()
-        error = self.by_type.get("error")
-        if error is not None:
-            body = (
-                containerexec.status_json(status)
-                if json_status
-                else containerexec.status_text(status)
-            )
-            if body:
-                await error.write(body)
-            await error.close()
-
-
-async def _spdy_streams(
-    session: spdy.Session, options: ExecOptions, protocol: str
-) -> SpdyStreams | None:
-    """Wait for the streams the client must open (error, one per requested stream, and
-    resize with a tty from v3 on); None when they do not come in time."""
-    expected = 1 + options.stdin + options.stdout + options.stderr
-    if options.tty and protocol in ("v4.channel.k8s.io", "v3.channel.k8s.io"):
-        expected += 1
-    by_type: dict[str, spdy.Stream] = {}
-    deadline = time.monotonic() + STREAM_CREATION_TIMEOUT
-    while len(by_type) < expected:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or session.closed.is_set():
-            log.debug("exec: the client did not open its streams")
-            return None
-        try:
-            stream = await asyncio.wait_for(session.new_streams.get(), remaining)
-        except TimeoutError:
-            continue
-        kind = stream.header("streamtype")
-        if kind in ("error", "stdin", "stdout", "stderr", "resize"):
-            by_type[kind] = stream
-    return SpdyStreams(by_type)
-
-
-class WebSocketStreams:
-    def __init__(self, session: wschannel.ChannelSession, options: ExecOptions) -> None:
-        self.session = session
-        self.stdin = session.stdin if options.stdin else None
-        self.resize = session.resize if options.tty else None
-        self._options = options
-
-    async def write_stdout(self, data: bytes) -> None:
-        if self._options.stdout:
-            await self.session.write_stdout(data)
-
-    async def write_stderr(self, data: bytes) -> None:
-        if self._options.stderr:
-            await self.session.write_stderr(data)
