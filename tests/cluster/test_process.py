@@ -14,7 +14,6 @@ from olmtool.cluster.node.process import (
     LaunchSpec,
     PidRecords,
     command_line,
-    exec_in,
     isolation_available,
     launch,
     namespace_script,
@@ -75,12 +74,6 @@ def test_a_pod_network_namespace_is_entered_first(tmp_path: Path) -> None:
         "--",
         "/bin/true",
     ]
-    # commands "in the container" (probes, hooks) join the same namespaces
-    assert exec_in(42, ["ls"], isolated=True, network=True)[1:] == [
-        "-t", "42", "-m", "-u", "-n", "--", "ls"
-    ]  # fmt: skip
-    assert exec_in(42, ["ls"], isolated=False, network=True)[1:] == ["-t", "42", "-n", "--", "ls"]
-    assert exec_in(42, ["ls"], isolated=False) == ["ls"]
 
 
 def test_plain_launch_logs_and_groups(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from olmtool.cluster.node import probes, process
+from olmtool.cluster.node import containerexec, probes, process
 from olmtool.cluster.node.env import PodFacts, build_env, expand_all
-from olmtool.cluster.node.runtime import DEFAULT_PATH, ImageError, ResolvedImage
+from olmtool.cluster.node.runtime import DEFAULT_PATH, ResolvedImage
 from olmtool.cluster.node.state import CANNOT_RUN, ContainerState, Termination
 from olmtool.cluster.node.status import Backoff, cap_for, exit_code_of, will_restart
 from olmtool.cluster.node.volumes import Mount, can_create, rewrite, rewrite_table
@@ -150,20 +150,16 @@ class Container:
 
     # -- running things in it -------------------------------------------------------------
 
-    def exec(self, command: Sequence[str], timeout: float, isolated: bool) -> probes.ProbeResult:
-        """Run ``command`` as the container would (its image, env, paths, namespaces)."""
-        image, launch, proc = self.image, self.launch, self.process
-        if image is None or launch is None or proc is None:
-            return probes.ProbeResult(False, "container is not running")
-        argv = [rewrite(a, self.exec_table) for a in command]
+    def exec(self, command: Sequence[str], timeout: float) -> probes.ProbeResult:
+        """Run ``command`` as the container would (its image, env, paths, namespaces and
+        working directory), as ``kubectl exec`` does (:func:`.containerexec.invocation`)."""
         try:
-            argv = image.resolve_executable(argv, launch.env.get("PATH", DEFAULT_PATH))
-        except ImageError as exc:
+            invoked = containerexec.invocation(self, command, tty=False)
+        except containerexec.ExecError as exc:
             return probes.ProbeResult(False, str(exc))
-        argv = process.exec_in(proc.pid, argv, isolated, network=launch.netns is not None)
-        return probes.run_exec(argv, launch.env, launch.cwd if not isolated else "/", timeout)
+        return probes.run_exec(invoked.argv, invoked.env, invoked.cwd or "/", timeout)
 
-    def checker(self, probe: JSON, pod_ip: str, isolated: bool) -> Callable[[float], Any]:
+    def checker(self, probe: JSON, pod_ip: str) -> Callable[[float], Any]:
         """The check a probe makes, given its timeout."""
         if "httpGet" in probe:
             return lambda timeout: probes.http_get(probe["httpGet"], pod_ip, self.ports, timeout)
@@ -173,18 +169,16 @@ class Container:
             )
         if "exec" in probe:
             command = list(probe["exec"].get("command") or [])
-            return lambda timeout: self.exec(command, timeout, isolated)
+            return lambda timeout: self.exec(command, timeout)
         return lambda timeout: probes.ProbeResult(False, "unsupported probe handler")
 
-    def run_hook(
-        self, hook: JSON, pod_ip: str, isolated: bool, timeout: float
-    ) -> probes.ProbeResult:
+    def run_hook(self, hook: JSON, pod_ip: str, timeout: float) -> probes.ProbeResult:
         """A lifecycle hook; handlers other than exec and httpGet do nothing, as in kubelet."""
         if "exec" in hook or "httpGet" in hook:
-            return self.checker(hook, pod_ip, isolated)(timeout)
+            return self.checker(hook, pod_ip)(timeout)
         return probes.ProbeResult(True)
 
-    def stop(self, grace: float, pod_ip: str, isolated: bool) -> str | None:
+    def stop(self, grace: float, pod_ip: str) -> str | None:
         """Run the preStop hook, then SIGTERM, then SIGKILL once ``grace`` seconds have
         passed (blocks); what went wrong with the hook, if anything."""
         proc = self.process
@@ -195,7 +189,7 @@ class Container:
         hook = self.hook("preStop")
         if hook and proc.poll() is None:
             try:
-                self.run_hook(hook, pod_ip, isolated, grace)
+                self.run_hook(hook, pod_ip, grace)
             except Exception as exc:
                 problem = str(exc)
         process.terminate_group(proc, max(deadline - time.monotonic(), 0))

@@ -24,7 +24,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -149,16 +149,6 @@ def launch(spec: LaunchSpec, isolated: bool, log_file: Path) -> subprocess.Popen
             start_new_session=True,
             close_fds=True,
         )
-
-
-def exec_in(pid: int, argv: Sequence[str], isolated: bool, network: bool = False) -> list[str]:
-    """argv that runs ``argv`` in the namespaces of the container process ``pid``: mount
-    and UTS when ``isolated``, network when the Pod has a namespace of its own."""
-    flags = (["-m", "-u"] if isolated else []) + (["-n"] if network else [])
-    if not flags or not pid:
-        return list(argv)
-    nsenter = shutil.which("nsenter", path=SYSTEM_PATH) or "nsenter"
-    return [nsenter, "-t", str(pid), *flags, "--", *argv]
 
 
 def start_time(pid: int) -> int | None:

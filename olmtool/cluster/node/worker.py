@@ -463,7 +463,7 @@ class PodWorker:
             if not probe:
                 continue
             gate = None if kind == "startup" else c.startup_done
-            check = c.checker(probe, self.ip, self.host.settings.isolated)
+            check = c.checker(probe, self.ip)
             prober = probes.Prober(kind, probe, check, report, gate=gate)
             c.probers.append(prober)
             prober.start()
@@ -540,14 +540,14 @@ class PodWorker:
         self._drain_inbox()
 
     def _stop_container(self, c: Container, grace: float) -> None:
-        problem = c.stop(grace, self.ip, self.host.settings.isolated)
+        problem = c.stop(grace, self.ip)
         if problem:
             log.warning("pod %s: preStop hook of %s: %s", self.key, c.name, problem)
 
     def _post_start(self, c: Container, hook: JSON, proc: subprocess.Popen[bytes]) -> None:
         """Run a postStart hook; a failing one kills the container, as kubelet does."""
         try:
-            result = c.run_hook(hook, self.ip, self.host.settings.isolated, containers.HOOK_TIMEOUT)
+            result = c.run_hook(hook, self.ip, containers.HOOK_TIMEOUT)
         except Exception as exc:
             result = probes.ProbeResult(False, str(exc))
         if result.ok or proc.poll() is not None:
