@@ -116,18 +116,12 @@ def read_logs(
             f'container "{container}" is not valid for pod "{pod}"; choose one of: '
             + ", ".join(names)
         )
-    restarts = sorted(
-        (int(p.stem) for p in (directory / container).glob("*.log") if p.stem.isdigit()),
-    )
+    files = instance_logs(directory, container)
     if previous:
-        if len(restarts) < 2:
+        if len(files) < 2:
             raise LogsError(f'previous terminated container "{container}" in pod "{pod}" not found')
-        wanted = restarts[-2]
-    elif restarts:
-        wanted = restarts[-1]
-    else:
-        return ""  # not started yet
-    return log_path(directory, container, wanted).read_text(errors="replace")
+        return files[-2].read_text(errors="replace")
+    return files[-1].read_text(errors="replace") if files else ""  # "": not started yet
 
 
 def _meta(directory: Path) -> dict | None:
