@@ -55,3 +55,9 @@ def service_account_ready(kube: Kube, namespace: str, name: str) -> bool:
     """Whether the service account exists with its token Secret (Pods need it)."""
     account = kube.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}")
     return bool(account and account.get("secrets"))
+
+
+def established(crd: JSON) -> bool:
+    """Whether a CustomResourceDefinition (as the apiserver returns it) is Established."""
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)

@@ -32,7 +32,7 @@ from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
 from olmtool.cluster.node.kube import Kube
 from olmtool.ports import free_port
-from tests.e2e.helpers import JSON, Cluster, wait_for
+from tests.e2e.helpers import JSON, Cluster, established, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 PEERS = Path(os.environ.get("OLMTOOL_PEERS", REPO.parent / "shared" / "peers"))
@@ -65,15 +65,8 @@ def _install_olm_crds(kube: Kube) -> None:
         kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     for path in (PEERS / "olm-crds").glob("*.yaml"):
         name = yamlio.load(path)["metadata"]["name"]
-        wait_for(lambda n=name: _established(kube, n), 30, f"CRD {name} established")
-
-
-def _established(kube: Kube, name: str) -> bool:
-    crd = kube.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-    return any(
-        c["type"] == "Established" and c["status"] == "True"
-        for c in (crd.get("status") or {}).get("conditions") or []
-    )
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
+        wait_for(lambda p=path: established(kube.get(p)), 30, f"CRD {name} established")
 
 
 @contextlib.contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ import httpx
 import pytest
 
 from olmtool.cluster import ControlPlane
+from tests.e2e.helpers import established, wait_for
 
 GROUP = "zero.olmtool.dev"
 PLURAL = "zeroes"
@@ -75,14 +75,8 @@ def api(control_plane: ControlPlane) -> Iterator[httpx.Client]:
 
 
 def _wait_established(http: httpx.Client) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        crd = http.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}")
-        conditions = {c["type"]: c["status"] for c in crd.json()["status"].get("conditions") or []}
-        if conditions.get("Established") == "True":
-            return
-        time.sleep(0.2)
-    raise AssertionError("the CRD is not established")
+    path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{PLURAL}.{GROUP}"
+    wait_for(lambda: established(http.get(path).json()), 30, "the CRD established")
 
 
 def _zero_object(name: str) -> dict[str, Any]:
