@@ -122,17 +122,26 @@ def test_only_clients_of_the_cluster_ca_get_in(node: Any, certs: dict[str, pki.K
     assert get(server, certs, "/healthz") == (200, b"ok")  # still serving
 
 
+def pod_with_logs(
+    fake: Any, tmp_path: Path, pod: str, instances: list[bytes]
+) -> tuple[Container, Path]:
+    """A Pod on the fake node whose running container ``main`` wrote ``instances`` (one
+    log per restart); the container and its current log file."""
+    container = running_container("main")
+    worker = make_worker(tmp_path, pod, [container])
+    fake.workers.append(worker)
+    for restart, text in enumerate(instances):
+        path = logs.log_path(worker.dir, "main", restart)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text)
+    return container, path
+
+
 def test_logs_current_previous_tail_and_errors(
     node: Any, certs: dict[str, pki.KeyPair], tmp_path: Path
 ) -> None:
     fake, server = node
-    container = running_container("main")
-    worker = make_worker(tmp_path, "web", [container])
-    fake.workers.append(worker)
-    for restart, text in enumerate([b"first\n", b"a\nb\nc\n"]):
-        path = logs.log_path(worker.dir, "main", restart)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text)
+    pod_with_logs(fake, tmp_path, "web", [b"first\n", b"a\nb\nc\n"])
 
     assert get(server, certs, "/containerLogs/ns/web/main") == (200, b"a\nb\nc\n")
     assert get(server, certs, "/containerLogs/ns/web/main?previous=true") == (200, b"first\n")
@@ -169,12 +178,7 @@ def test_follow_streams_until_the_instance_exits(
     node: Any, certs: dict[str, pki.KeyPair], tmp_path: Path
 ) -> None:
     fake, server = node
-    container = running_container("main")
-    worker = make_worker(tmp_path, "tail", [container])
-    fake.workers.append(worker)
-    log_file = logs.log_path(worker.dir, "main", 0)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    log_file.write_bytes(b"before\n")
+    container, log_file = pod_with_logs(fake, tmp_path, "tail", [b"before\n"])
     answer: dict[str, Any] = {}
 
     def follow() -> None:
