@@ -336,3 +336,15 @@ def test_validate_command_strict(here: Path) -> None:
     strict = cli("crd", "validate", "--strict", "crds")
     assert strict.returncode == 1
     assert "unknown field" in strict.stdout
+
+
+def test_bad_cluster_name_is_one_line_naming_the_flag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
+    result = olmtool("cluster", "up", "--name", "Bad Name!", cwd=tmp_path)
+    assert result.returncode == 1  # as every argument error olmtool's actions raise
+    message = (result.stdout + result.stderr).strip()
+    assert len(message.splitlines()) == 1
+    assert message.startswith("error: --name 'Bad Name!': invalid cluster name; use lowercase")
+    assert list(tmp_path.iterdir()) == []

@@ -127,6 +127,7 @@ FLAGS = {
     "image": "--image",
     "k8s_version": "--k8s-version",
     "minimum_version": "--minimum-version",
+    "name": "--name",
     "node": "--no-node",
     "registry_port": "--registry-port",
 }

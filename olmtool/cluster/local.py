@@ -16,6 +16,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import ssl
@@ -32,7 +33,7 @@ from olmtool.cluster.assets import ensure_assets
 from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.node.netns import remove_node_network
-from olmtool.errors import ArgumentError, InputError, OlmtoolError
+from olmtool.errors import ArgumentError, OlmtoolError
 
 STATE_FILE = "cluster.json"
 DEFAULT_NAME = "olmtool"
@@ -97,9 +98,17 @@ def clusters_root() -> Path:
     return Path(base) / "olmtool" / "clusters"
 
 
+# kind's rule for cluster names: they become folder names, bridge owners and log labels.
+_CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+
+
 def cluster_dir(name: str, root: Path | None = None) -> Path:
-    if not name or "/" in name or name.startswith("."):
-        raise InputError(f"invalid cluster name {name!r}")
+    if not _CLUSTER_NAME.match(name) or ".." in name:
+        raise ArgumentError(
+            f"{name!r}: invalid cluster name; use lowercase letters, digits, '-' and '.' "
+            "(at most 63, starting and ending with a letter or digit)",
+            argument="name",
+        )
     return (root or clusters_root()) / name
 
 
