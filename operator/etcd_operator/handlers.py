@@ -1,0 +1,159 @@
+"""kopf handlers for EtcdCluster: one reconcile daemon per cluster, woken by changes to
+the cluster or its member Pods; a delete handler that takes the final snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from typing import Any
+
+import kopf
+
+from etcd_operator import reconcile, resources
+from etcd_operator.kube import Kube
+from etcd_operator.resources import GROUP, ClusterRef
+
+log = logging.getLogger(__name__)
+
+PLURAL = "etcdclusters"
+# how long the daemon sleeps between passes unless something wakes it
+BUSY_INTERVAL, IDLE_INTERVAL = 1.0, 15.0
+FINAL_SNAPSHOT_TIMEOUT = 180.0
+
+_wakeups: dict[str, asyncio.Event] = {}
+
+
+def _wakeup(uid: str) -> asyncio.Event:
+    return _wakeups.setdefault(uid, asyncio.Event())
+
+
+def cluster_ref(body: kopf.Body) -> ClusterRef:
+    return ClusterRef(
+        name=body["metadata"]["name"],
+        namespace=body["metadata"]["namespace"],
+        uid=body["metadata"]["uid"],
+        api_version=body["apiVersion"],
+        etcd_image=os.environ.get("ETCD_OPERATOR_ETCD_IMAGE", "quay.io/coreos/etcd"),
+        backup_image=os.environ.get("ETCD_OPERATOR_BACKUP_IMAGE", "quay.io/coreos/etcd:v3.5.1"),
+    )
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    # progress and the diff base in annotations: the CRD's status schema has no kopf fields
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.posting.level = logging.WARNING
+    # watches that stall silently are restarted (kopf's fix for frozen watches)
+    settings.watching.server_timeout = 120
+    settings.watching.client_timeout = 150
+    settings.watching.inactivity_timeout = 300
+    settings.networking.request_timeout = 30
+    memo.kube = await Kube.connect()
+
+
+@kopf.on.cleanup()
+async def close(memo: kopf.Memo, **_: Any) -> None:
+    kube = getattr(memo, "kube", None)
+    if kube is not None:
+        await kube.close()
+
+
+@kopf.on.probe(id="clusters")
+def clusters_watched(**_: Any) -> int:
+    return len(_wakeups)
+
+
+@kopf.on.update(GROUP, PLURAL)
+@kopf.on.create(GROUP, PLURAL)
+def changed(uid: str, **_: Any) -> None:
+    _wakeup(uid).set()
+
+
+@kopf.index("v1", "pods", labels={"app.kubernetes.io/managed-by": "etcd-operator"})
+def member_pods(meta: kopf.Meta, **_: Any) -> dict[str, str] | None:
+    """Wakes the owning cluster's daemon on every change of a member or backup Pod (an
+    index rather than an event handler: indexers run on every event without logging)."""
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == "EtcdCluster" and owner.get("uid") in _wakeups:
+            _wakeups[owner["uid"]].set()
+            return {str(owner["uid"]): str(meta.get("name"))}
+    return None
+
+
+@kopf.daemon(GROUP, PLURAL, cancellation_timeout=10.0, initial_delay=0)
+async def run_cluster(
+    stopped: kopf.DaemonStopped,
+    body: kopf.Body,
+    uid: str,
+    memo: kopf.Memo,
+    logger: logging.Logger,
+    **_: Any,
+) -> None:
+    """Reconcile passes until the cluster is deleted or the operator stops: quickly
+    while something is changing, every 15 s (or when woken) when settled."""
+    kube: Kube = memo.kube
+    wake = _wakeup(uid)
+    last_message = None
+    try:
+        while not stopped:
+            wake.clear()
+            ref = cluster_ref(body)
+            try:
+                outcome = await reconcile.reconcile(kube, ref, dict(body))
+            except Exception as exc:
+                logger.warning("reconcile failed: %s: %s", exc.__class__.__name__, exc)
+                await asyncio.sleep(BUSY_INTERVAL * 3)
+                continue
+            if outcome.status != (body.get("status") or {}):
+                await kube.patch(
+                    body["apiVersion"],
+                    "EtcdCluster",
+                    ref.namespace,
+                    ref.name,
+                    {"status": outcome.status},
+                    status=True,
+                )
+            message = f"{outcome.step.reason}: {outcome.step.message}"
+            if message != last_message:
+                logger.info(message)
+                last_message = message
+            interval = BUSY_INTERVAL if outcome.progressing else IDLE_INTERVAL
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), timeout=interval)
+    finally:
+        _wakeups.pop(uid, None)
+
+
+@kopf.on.delete(GROUP, PLURAL)
+async def take_final_snapshot(
+    body: kopf.Body, spec: kopf.Spec, memo: kopf.Memo, logger: logging.Logger, **_: Any
+) -> None:
+    """Before the members go (their Pods and volumes are owned, so deletion cascades),
+    snapshot the data into the kept backups volume unless ``finalSnapshot: false``."""
+    if spec.get("finalSnapshot") is False:
+        return
+    kube: Kube = memo.kube
+    ref = cluster_ref(body)
+    selector = ",".join(f"{k}={v}" for k, v in ref.selector().items())
+    if not await kube.list("v1", "Pod", ref.namespace, selector):
+        logger.info("no members left: no final snapshot")
+        return
+    name = f"{ref.name}-final-{ref.uid[:8]}"
+    await kube.create(resources.backup_claim(ref, str(spec.get("backupStorageSize") or "1Gi")))
+    await kube.create(resources.backup_job(ref, name, f"{ref.name}-final.db"))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FINAL_SNAPSHOT_TIMEOUT
+    while loop.time() < deadline:
+        job = await kube.get("batch/v1", "Job", ref.namespace, name)
+        job_status = (job or {}).get("status") or {}
+        if job_status.get("succeeded"):
+            logger.info("final snapshot %s-final.db saved in %s", ref.name, ref.backup_claim)
+            return
+        if reconcile._job_failed(job_status):
+            break
+        await asyncio.sleep(1.0)
+    logger.warning("final snapshot failed or timed out; deleting the cluster without it")

@@ -1,0 +1,128 @@
+"""EtcdCluster status from one reconcile pass (pure)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from etcd_operator import plan
+from etcd_operator.resources import ClusterRef
+
+JSON = dict[str, Any]
+
+_PHASES = {
+    "Creating": "Creating",
+    "ScalingUp": "Scaling",
+    "ScalingDown": "Scaling",
+    "AddingMember": "Scaling",
+    "Upgrading": "Upgrading",
+    "Available": "Running",
+}
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def creating(old: Mapping[str, Any]) -> bool:
+    """Whether the cluster has never yet reached its size (phase Creating or unset)."""
+    return old.get("phase") in (None, "", "Pending", "Creating")
+
+
+_DEGRADED = ("ReplacingMember", "Recovering", "MemberUnhealthy", "Unreachable", "RemovingLeftovers")
+
+
+def phase(step: plan.Step, invalid: str | None, old_phase: str | None) -> str:
+    was_creating = old_phase in (None, "", "Pending", "Creating")
+    if isinstance(step, plan.Failed) or (invalid and was_creating):
+        return "Failed"
+    if was_creating and not isinstance(step, plan.Settled):
+        return "Creating"
+    if isinstance(step, plan.Wait) and step.quorum_lost:
+        return "Degraded"
+    if step.reason in _PHASES:
+        return _PHASES[step.reason]
+    if isinstance(step, plan.Wait) and old_phase in ("Scaling", "Upgrading"):
+        # a member settling between two steps of a change in progress
+        return str(old_phase)
+    return "Degraded" if step.reason in _DEGRADED else "Running"
+
+
+def members(observed: plan.Observed, ref: ClusterRef) -> list[JSON]:
+    leader = observed.leader_id
+    out = []
+    for member in sorted(observed.members or (), key=lambda m: plan.ordinal(m.name)):
+        health = observed.health.get(member.id)
+        pod = observed.pods.get(member.name)
+        out.append(
+            {
+                "name": member.name,
+                "id": f"{member.id:x}",
+                "peerURL": member.peer_url,
+                "clientURL": ref.member_client_url(member.name),
+                "healthy": health is not None,
+                "isLeader": member.id == leader,
+                "learner": member.learner,
+                "version": (health.version if health else None) or (pod.version if pod else None),
+            }
+        )
+    return out
+
+
+def condition(
+    kind: str, status: bool, reason: str, message: str, previous: Sequence[Mapping[str, Any]]
+) -> JSON:
+    value = "True" if status else "False"
+    old = next((c for c in previous if c.get("type") == kind), None)
+    since = old.get("lastTransitionTime") if old and old.get("status") == value else None
+    return {
+        "type": kind,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since or now(),
+    }
+
+
+def conditions(
+    step: plan.Step,
+    observed: plan.Observed,
+    invalid: str | None,
+    previous: Sequence[Mapping[str, Any]],
+    was_creating: bool,
+) -> list[JSON]:
+    settled = isinstance(step, (plan.Settled, plan.Failed)) or (
+        isinstance(step, plan.Wait) and step.quorum_lost
+    )
+    healthy = len(observed.healthy_voters)
+    # Available once the cluster has reached its size, then for as long as it has quorum
+    quorum = observed.has_quorum and not (was_creating and not isinstance(step, plan.Settled))
+    if quorum:
+        available = ("QuorumAvailable", f"{healthy} of {len(observed.voters)} members healthy")
+    elif was_creating:
+        available = ("Creating", step.message)
+    else:
+        available = ("QuorumLost", step.message)
+    degraded: tuple[bool, str, str]
+    if invalid:
+        degraded = (True, "InvalidSpec", invalid)
+    elif isinstance(step, plan.Failed):
+        degraded = (True, step.reason, step.message)
+    elif isinstance(step, plan.Wait) and step.quorum_lost:
+        degraded = (True, "QuorumLost", step.message)
+    elif step.reason in _DEGRADED and not was_creating:
+        degraded = (True, step.reason, step.message)
+    else:
+        degraded = (False, "AsExpected", "all members healthy" if quorum else step.message)
+    return [
+        condition("Available", quorum, *available, previous),
+        condition(
+            "Progressing",
+            not settled,
+            step.reason if not settled else "Settled",
+            step.message,
+            previous,
+        ),
+        condition("Degraded", *degraded, previous),
+    ]
