@@ -4,7 +4,6 @@ the cluster or its member Pods; a delete handler that takes the final snapshot."
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from typing import Any
@@ -122,10 +121,19 @@ async def run_cluster(
                 logger.info(message)
                 last_message = message
             interval = BUSY_INTERVAL if outcome.progressing else IDLE_INTERVAL
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), timeout=interval)
+            await _sleep(wake, stopped, interval)
     finally:
         _wakeups.pop(uid, None)
+
+
+async def _sleep(wake: asyncio.Event, stopped: kopf.DaemonStopped, seconds: float) -> None:
+    """Until woken, stopped (so shutdown never waits out an idle interval), or timed out."""
+    waiters = [asyncio.ensure_future(wake.wait()), asyncio.ensure_future(stopped.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
 
 
 @kopf.on.delete(GROUP, PLURAL)

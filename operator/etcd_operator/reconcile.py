@@ -29,7 +29,8 @@ class Pass:
 
     @property
     def progressing(self) -> bool:
-        return not isinstance(self.step, (plan.Settled, plan.Failed))
+        backup_running = "succeeded" not in (self.status.get("lastBackup") or {"succeeded": 1})
+        return backup_running or not isinstance(self.step, (plan.Settled, plan.Failed))
 
 
 def parse_quantity(text: str) -> int:
@@ -262,10 +263,12 @@ async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
     job_status = job.get("status") or {}
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     snapshot = args[-1].rsplit("/", 1)[-1].replace("$(JOB_NAME)", job["metadata"]["name"])
-    succeeded = (
-        True if job_status.get("succeeded") else (False if _job_failed(job_status) else None)
-    )
-    return {"job": job["metadata"]["name"], "snapshot": snapshot, "succeeded": succeeded}
+    backup: JSON = {"job": job["metadata"]["name"], "snapshot": snapshot}
+    if job_status.get("succeeded"):
+        backup["succeeded"] = True
+    elif _job_failed(job_status):
+        backup["succeeded"] = False
+    return backup
 
 
 def _job_failed(job_status: Mapping[str, Any]) -> bool:

@@ -1,0 +1,180 @@
+"""The membership planner: one safe step from each observed state."""
+
+from __future__ import annotations
+
+import pytest
+from etcd_operator import plan
+from etcd_operator.plan import Health, Member, MemberPod, Observed
+from etcd_operator.versions import parse
+
+V = "3.5.1"
+
+
+def member(i: int, learner: bool = False, started: bool = True) -> Member:
+    return Member(
+        id=100 + i,
+        name=f"c-{i}",
+        peer_url=f"http://c-{i}.c.ns.svc:2380",
+        learner=learner,
+        started=started,
+    )
+
+
+def pod(i: int, **kwargs: object) -> MemberPod:
+    defaults: dict[str, object] = {"ready": True, "version": V}
+    defaults.update(kwargs)
+    return MemberPod(name=f"c-{i}", **defaults)  # type: ignore[arg-type]
+
+
+def observed(
+    members: list[Member] | None,
+    pods: list[MemberPod],
+    healthy: list[int] | None = None,
+    leader: int = 0,
+    replicas: int = 3,
+    version: str = V,
+    **kwargs: object,
+) -> Observed:
+    ids = [m.id for m in members or ()] if healthy is None else [100 + i for i in healthy]
+    return Observed(
+        cluster="c",
+        replicas=replicas,
+        version=parse(version),
+        members=tuple(members) if members is not None else None,
+        health={i: Health(leader_id=100 + leader, raft_index=10, version=V) for i in ids},
+        pods={p.name: p for p in pods},
+        bootstrapped=bool(members) or bool(pods),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def step(obs: Observed, running: str = V) -> plan.Step:
+    return plan.next_step(obs, running)
+
+
+def test_an_empty_cluster_bootstraps_its_seed() -> None:
+    got = step(observed(None, []))
+    assert isinstance(got, plan.Bootstrap) and got.member == "c-0"
+
+
+def test_a_starting_seed_is_waited_for() -> None:
+    assert isinstance(step(observed(None, [pod(0, ready=False)])), plan.Wait)
+
+
+def test_grows_one_learner_at_a_time() -> None:
+    got = step(observed([member(0)], [pod(0)]))
+    assert isinstance(got, plan.AddLearner) and got.member == "c-1"
+
+
+def test_a_learner_without_a_pod_is_started_after_an_interrupted_add() -> None:
+    # the operator died between MemberAdd and creating the Pod: finish, do not add again
+    obs = observed([member(0), member(1, learner=True, started=False)], [pod(0)], healthy=[0])
+    got = step(obs)
+    assert isinstance(got, plan.StartPod) and got.member == "c-1"
+
+
+def test_a_healthy_learner_is_promoted_before_the_next_add() -> None:
+    obs = observed([member(0), member(1, learner=True)], [pod(0), pod(1, ready=False)])
+    got = step(obs)
+    assert isinstance(got, plan.Promote) and got.member.name == "c-1"
+
+
+def test_a_starting_learner_is_waited_for() -> None:
+    obs = observed([member(0), member(1, learner=True)], [pod(0), pod(1)], healthy=[0])
+    assert isinstance(step(obs), plan.Wait)
+
+
+def test_a_member_whose_pod_was_deleted_restarts_with_its_data() -> None:
+    obs = observed(
+        [member(0), member(1), member(2)], [pod(0), pod(1), pod(2, pod=False)], healthy=[0, 1]
+    )
+    got = step(obs, running="3.5.2")
+    assert isinstance(got, plan.StartPod) and (got.member, got.version) == ("c-2", "3.5.2")
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [
+        pod(2, claim=False, pod=False),
+        pod(2, claim_deleting=True),
+        pod(2, crash_looping=True, ready=False),
+    ],
+)
+def test_a_member_that_lost_its_data_is_removed_first(lost: MemberPod) -> None:
+    obs = observed([member(0), member(1), member(2)], [pod(0), pod(1), lost], healthy=[0, 1])
+    got = step(obs)
+    assert isinstance(got, plan.RemoveMember) and got.member.name == "c-2"
+
+
+def test_no_removal_that_would_lose_quorum() -> None:
+    obs = observed(
+        [member(0), member(1), member(2)],
+        [pod(0), pod(1, ready=False), pod(2, claim=False, pod=False)],
+        healthy=[0],
+    )
+    got = step(obs)
+    assert isinstance(got, plan.Wait) and got.quorum_lost
+
+
+def test_a_single_member_that_lost_its_data_fails_the_cluster() -> None:
+    got = step(observed([member(0)], [pod(0, claim=False, pod=False)], healthy=[], replicas=1))
+    assert isinstance(got, plan.Failed) and got.reason == "DataLost"
+
+
+def test_without_quorum_nothing_changes() -> None:
+    obs = observed(
+        [member(0), member(1), member(2)],
+        [pod(0), pod(1, ready=False), pod(2, ready=False)],
+        healthy=[0],
+        replicas=5,
+    )
+    got = step(obs)
+    assert isinstance(got, plan.Wait) and got.quorum_lost
+    assert "1 of 3 voting members healthy, 2 needed" in got.message
+
+
+def test_leftovers_of_an_interrupted_removal_are_deleted() -> None:
+    obs = observed([member(0), member(1), member(2)], [pod(0), pod(1), pod(2), pod(3)])
+    got = step(obs)
+    assert isinstance(got, plan.DeleteLeftovers) and got.name == "c-3"
+
+
+def test_shrinks_the_newest_follower_never_the_leader_first() -> None:
+    members = [member(i) for i in range(5)]
+    obs = observed(members, [pod(i) for i in range(5)], leader=4)
+    got = step(obs)
+    assert isinstance(got, plan.RemoveMember) and got.member.name == "c-3"
+
+
+def test_waits_for_every_member_to_be_healthy_between_changes() -> None:
+    obs = observed([member(0), member(1)], [pod(0), pod(1, ready=False)], healthy=[0, 1])
+    got = step(obs)
+    assert isinstance(got, plan.Wait) and "c-1" in got.message
+
+
+def test_rolls_followers_first_and_the_leader_last() -> None:
+    members = [member(i) for i in range(3)]
+    pods = [pod(i, version="3.4.23") for i in range(3)]
+    first = step(observed(members, pods, leader=1))
+    assert isinstance(first, plan.Roll) and first.member == "c-0"
+    pods = [pod(0), pod(1, version="3.4.23"), pod(2)]
+    last = step(observed(members, pods, leader=1))
+    assert isinstance(last, plan.Roll) and last.member == "c-1" and "leader" in last.message
+
+
+def test_a_refused_upgrade_rolls_nothing() -> None:
+    members = [member(i) for i in range(3)]
+    pods = [pod(i, version="3.4.23") for i in range(3)]
+    got = step(observed(members, pods, version="3.4.23", upgrade_refused="downgrade"))
+    assert isinstance(got, plan.Settled)
+
+
+def test_settled_when_the_spec_is_met() -> None:
+    got = step(observed([member(i) for i in range(3)], [pod(i) for i in range(3)]))
+    assert isinstance(got, plan.Settled)
+
+
+def test_names_come_from_peer_urls_until_members_start() -> None:
+    assert plan.name_from_peer_url("http://example-3.example.ns.svc:2380") == "example-3"
+    obs = observed([member(0), member(7)], [pod(0), pod(7)], replicas=3)
+    assert plan.next_name(obs) == "c-8"

@@ -1,0 +1,75 @@
+"""The objects an EtcdCluster owns."""
+
+from __future__ import annotations
+
+from etcd_operator import resources
+from etcd_operator.__main__ import scope
+from etcd_operator.resources import ClusterRef, MemberSpec
+
+REF = ClusterRef(name="ex", namespace="ns", uid="0123456789abcdef")
+
+
+def _args(pod: dict) -> list[str]:
+    return pod["spec"]["containers"][0]["args"]
+
+
+def test_a_joining_member_names_every_member_and_starts_existing() -> None:
+    pod = resources.member_pod(
+        REF, MemberSpec("ex-2", "3.5.1", ["ex-0", "ex-1", "ex-2"], "existing")
+    )
+    args = _args(pod)
+    assert "--initial-cluster-state=existing" in args
+    assert (
+        "--initial-cluster=ex-0=http://ex-0.ex.ns.svc:2380,ex-1=http://ex-1.ex.ns.svc:2380,"
+        "ex-2=http://ex-2.ex.ns.svc:2380"
+    ) in args
+    assert pod["spec"]["hostname"] == "ex-2" and pod["spec"]["subdomain"] == "ex"
+    assert pod["spec"]["containers"][0]["image"] == "quay.io/coreos/etcd:v3.5.1"
+    assert pod["metadata"]["labels"][resources.VERSION_LABEL] == "3.5.1"
+    assert pod["metadata"]["ownerReferences"][0]["uid"] == REF.uid
+    assert "initContainers" not in pod["spec"]
+
+
+def test_a_restored_seed_restores_the_snapshot_first() -> None:
+    restore = {"claimName": "old-backups", "snapshot": "old-final.db"}
+    pod = resources.member_pod(REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new", restore=restore))
+    init = pod["spec"]["initContainers"][0]
+    assert init["command"] == ["etcdutl"] and init["args"][:3] == [
+        "snapshot",
+        "restore",
+        "/backups/old-final.db",
+    ]
+    claims = [v["persistentVolumeClaim"] for v in pod["spec"]["volumes"]]
+    assert {"claimName": "old-backups", "readOnly": True} in claims
+    pod34 = resources.member_pod(
+        REF, MemberSpec("ex-0", "3.4.23", ["ex-0"], "new", restore=restore)
+    )
+    assert pod34["spec"]["initContainers"][0]["command"] == ["etcdctl"]
+
+
+def test_services_and_budget() -> None:
+    peers = resources.peer_service(REF)
+    assert peers["spec"]["clusterIP"] == "None" and peers["spec"]["publishNotReadyAddresses"]
+    metrics = resources.metrics_service(REF)
+    assert metrics["spec"]["ports"][0]["name"] == "metrics"
+    assert metrics["metadata"]["labels"]["app.kubernetes.io/component"] == "metrics"
+    pdb = resources.disruption_budget(REF, 5, "policy/v1beta1")
+    assert pdb["spec"]["minAvailable"] == 3
+
+
+def test_backups_outlive_the_cluster_and_jobs_name_their_snapshot() -> None:
+    claim = resources.backup_claim(REF, "2Gi")
+    assert "ownerReferences" not in claim["metadata"]
+    cron = resources.backup_cronjob(REF, "0 * * * *", "batch/v1beta1")
+    container = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["etcdctl"]
+    assert container["args"][-3:] == ["snapshot", "save", "/backups/$(JOB_NAME).db"]
+    assert "--endpoints=http://ex-client.ns.svc:2379" in container["args"]
+    job = resources.backup_job(REF, "ex-final-01234567", "ex-final.db")
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "/backups/ex-final.db"
+
+
+def test_watch_namespace_scopes_like_olm() -> None:
+    assert scope("") == (True, [])
+    assert scope(None) == (True, [])
+    assert scope("b, a,") == (False, ["a", "b"])
