@@ -1005,8 +1005,9 @@ CASES: list[Case] = [
         "crd/schema/status-property-without-type",
         replace(
             CRD,
-            "                  minimum: 0\n                  type: integer\n              type:",
-            "                  minimum: 0\n              type:",
+            "description: Number of healthy members.\n                  minimum: 0\n"
+            "                  type: integer\n",
+            "description: Number of healthy members.\n                  minimum: 0\n",
             count=2,
         ),
         "crd/schema",

@@ -52,15 +52,17 @@ def test_v1beta1_only_adds_fields_to_v1alpha1(crd: dict[str, Any]) -> None:
         for name, child in (schema.get("properties") or {}).items():
             found[prefix + name] = child
             found.update(fields(child, f"{prefix}{name}."))
+            if isinstance(child.get("items"), dict):
+                found[f"{prefix}{name}[]"] = child["items"]
+                found.update(fields(child["items"], f"{prefix}{name}[]."))
         return found
 
     alpha, beta = fields(versions["v1alpha1"]), fields(versions["v1beta1"])
     assert set(alpha) <= set(beta)
     for name in alpha:
-        same = {k: v for k, v in alpha[name].items() if k not in ("properties", "description")}
-        assert same == {
-            k: v for k, v in beta[name].items() if k not in ("properties", "description")
-        }, name
+        ignored = ("properties", "description", "items")
+        same = {k: v for k, v in alpha[name].items() if k not in ignored}
+        assert same == {k: v for k, v in beta[name].items() if k not in ignored}, name
     for added in set(beta) - set(alpha):
         parent, _, leaf = added.rpartition(".")
         required = (beta[parent] if parent else versions["v1beta1"]).get("required", [])
