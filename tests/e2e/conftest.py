@@ -29,6 +29,7 @@ from olmtool.cluster.assets import CONTROL_PLANE
 from olmtool.cluster.controlplane import start_control_plane
 from olmtool.cluster.node import NodeAgent
 from olmtool.cluster.node.kube import Kube
+from olmtool.images import find_registry_binary, start_registry
 from tests.e2e.helpers import TIMINGS, Cluster, node_ready, service_account_ready, wait_for
 
 REQUIRED = ("etcd", "kube-apiserver")
@@ -88,10 +89,14 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         plane = stack.enter_context(
             start_control_plane(kube_assets, state / "control-plane", network=network)
         )
+        registry = None
+        if find_registry_binary() is not None:
+            registry = stack.enter_context(start_registry(state / "registry")).address
         started = time.monotonic()
         agent = NodeAgent(
             plane.kubeconfig,
             state / "node",
+            registry=registry,
             backoff_base=0.5,
             stop_grace=5,
             heartbeat=2,
@@ -103,7 +108,7 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         try:
             wait_for(lambda: node_ready(kube), 30, "node Ready")
             TIMINGS["agent start -> node Ready"] = time.monotonic() - started
-            yield Cluster(plane, agent, kube, state / "node")
+            yield Cluster(plane, agent, kube, state / "node", registry)
         finally:
             stopping = time.monotonic()
             agent.stop()

@@ -24,6 +24,8 @@ class Cluster:
     agent: NodeAgent
     kube: Kube
     state_dir: Path
+    # the cluster's image registry (host:port), when docker-registry is installed
+    registry: str | None = None
 
     @property
     def kubeconfig(self) -> Path:

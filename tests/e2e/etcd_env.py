@@ -1,0 +1,291 @@
+"""The etcd operator on the local cluster, installed as OLM would install its CSV.
+
+``install_from_csv`` creates what OLM v0 creates for an OperatorGroup targeting some
+namespaces: the CSV's service account, a Role + RoleBinding per target namespace for
+``permissions``, a ClusterRole + binding for ``clusterPermissions``, and the Deployment
+with ``olm.targetNamespaces`` on its pod template (which the CSV's ``WATCH_NAMESPACE``
+reads). ``Writer`` writes keys through the client Service and records which writes etcd
+acknowledged; ``member_pid`` finds a member's etcd process to kill it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from olmtool import yamlio
+from olmtool.cluster.node.kube import Kube
+from tests.e2e.helpers import JSON, established, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+GROUP = "etcd.olmtool.dev"
+CLUSTERS = f"/apis/{GROUP}/v1beta1"
+
+
+def bundle_manifests(version: str = "0.3.0") -> tuple[JSON, list[JSON]]:
+    """The bundle's CSV and its other manifests."""
+    csv, others = None, []
+    for path in sorted((REPO / "bundle" / "etcd-operator" / version / "manifests").glob("*.yaml")):
+        for document in yamlio.load_all(path):
+            if document.get("kind") == "ClusterServiceVersion":
+                csv = document
+            else:
+                others.append(document)
+    assert csv is not None
+    return csv, others
+
+
+def install_crds(kube: Kube, manifests: list[JSON]) -> None:
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for crd in (m for m in manifests if m.get("kind") == "CustomResourceDefinition"):
+        url = f"{path}/{crd['metadata']['name']}"
+        if kube.get_or_none(url) is None:
+            kube.create(path, crd)
+        wait_for(lambda url=url: established(kube.get(url)), 30, "CRD established")
+
+
+@dataclass
+class Installed:
+    namespace: str
+    targets: list[str]
+    service_account: str
+    deployment: str
+
+
+def install_from_csv(
+    kube: Kube, csv: JSON, namespace: str, targets: list[str], env: dict[str, str] | None = None
+) -> Installed:
+    spec = csv["spec"]["install"]["spec"]
+    deployment = spec["deployments"][0]
+    template = deployment["spec"]["template"]
+    account = template["spec"].get("serviceAccountName") or "default"
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    name = f"{csv['metadata']['name']}-{namespace}"
+    kube.create(f"/api/v1/namespaces/{namespace}/serviceaccounts", {"metadata": {"name": account}})
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+    for target in targets:
+        for rules in spec.get("permissions") or []:
+            kube.create(
+                f"{rbac}/namespaces/{target}/roles",
+                {"metadata": {"name": name}, "rules": rules["rules"]},
+            )
+            kube.create(
+                f"{rbac}/namespaces/{target}/rolebindings",
+                {
+                    "metadata": {"name": name},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "Role",
+                        "name": name,
+                    },
+                    "subjects": [subject],
+                },
+            )
+    for rules in spec.get("clusterPermissions") or []:
+        kube.create(f"{rbac}/clusterroles", {"metadata": {"name": name}, "rules": rules["rules"]})
+        kube.create(
+            f"{rbac}/clusterrolebindings",
+            {
+                "metadata": {"name": name},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": name,
+                },
+                "subjects": [subject],
+            },
+        )
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": deployment["name"], "namespace": namespace},
+        "spec": deployment["spec"],
+    }
+    annotations = body["spec"]["template"].setdefault("metadata", {}).setdefault("annotations", {})
+    annotations.update(
+        {
+            "olm.targetNamespaces": ",".join(targets),
+            "olm.operatorNamespace": namespace,
+            "olm.operatorGroup": "og",
+        }
+    )
+    container = body["spec"]["template"]["spec"]["containers"][0]
+    for key, value in (env or {}).items():
+        container.setdefault("env", []).append({"name": key, "value": value})
+    kube.create(f"/apis/apps/v1/namespaces/{namespace}/deployments", body)
+    return Installed(namespace, targets, account, deployment["name"])
+
+
+def operator_ready(kube: Kube, installed: Installed) -> bool:
+    pods = kube.get(f"/api/v1/namespaces/{installed.namespace}/pods").get("items", [])
+    return any(
+        not p["metadata"].get("deletionTimestamp")
+        and any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in (p.get("status") or {}).get("conditions", [])
+        )
+        for p in pods
+    )
+
+
+# -- EtcdClusters ------------------------------------------------------------------------
+
+
+def create_cluster(kube: Kube, namespace: str, name: str, **spec: Any) -> JSON:
+    body = {
+        "apiVersion": f"{GROUP}/v1beta1",
+        "kind": "EtcdCluster",
+        "metadata": {"name": name},
+        "spec": {"storageSize": "64Mi", **spec},
+    }
+    return kube.create(f"{CLUSTERS}/namespaces/{namespace}/etcdclusters", body)
+
+
+def get_cluster(kube: Kube, namespace: str, name: str) -> JSON:
+    return kube.get(f"{CLUSTERS}/namespaces/{namespace}/etcdclusters/{name}")
+
+
+def patch_spec(kube: Kube, namespace: str, name: str, **spec: Any) -> None:
+    kube.patch(f"{CLUSTERS}/namespaces/{namespace}/etcdclusters/{name}", {"spec": spec})
+
+
+def condition(cluster: JSON, kind: str) -> JSON:
+    return next(
+        (c for c in (cluster.get("status") or {}).get("conditions", []) if c["type"] == kind), {}
+    )
+
+
+def running(
+    kube: Kube, namespace: str, name: str, replicas: int, version: str | None = None
+) -> bool:
+    status = get_cluster(kube, namespace, name).get("status") or {}
+    members = status.get("members") or []
+    return (
+        status.get("phase") == "Running"
+        and status.get("readyMembers") == replicas
+        and len(members) == replicas
+        and all(m.get("healthy") and not m.get("learner") for m in members)
+        and (version is None or status.get("currentVersion") == version)
+    )
+
+
+def wait_running(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    replicas: int,
+    version: str | None = None,
+    timeout: float = 90,
+) -> float:
+    started = time.monotonic()
+    wait_for(
+        lambda: running(kube, namespace, name, replicas, version),
+        timeout,
+        f"{name}: {replicas} members Running",
+        interval=0.25,
+    )
+    return time.monotonic() - started
+
+
+def client_endpoint(kube: Kube, namespace: str, name: str) -> str:
+    service = kube.get(f"/api/v1/namespaces/{namespace}/services/{name}-client")
+    return f"{service['spec']['clusterIP']}:2379"
+
+
+def member_pid(namespace: str, cluster: str, member: str) -> int | None:
+    """The host pid of a member's etcd process (the node agent runs it as a child)."""
+    marker = f"--advertise-client-urls=http://{member}.{cluster}.{namespace}.svc:2379"
+    out = subprocess.run(["pgrep", "-f", "--", re.escape(marker)], capture_output=True, text=True)
+    pids = [int(p) for p in out.stdout.split()]
+    return pids[0] if pids else None
+
+
+def operator_pid(watch_namespace: str) -> int | None:
+    out = subprocess.run(["pgrep", "-f", "--", "-m etcd_operator"], capture_output=True, text=True)
+    for pid in (int(p) for p in out.stdout.split()):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"WATCH_NAMESPACE={watch_namespace}".encode() in environ:
+            return pid
+    return None
+
+
+# -- etcd clients ------------------------------------------------------------------------
+
+
+def _client(endpoint: str):  # type: ignore[no-untyped-def]
+    import aetcd
+
+    host, _, port = endpoint.rpartition(":")
+    return aetcd.Client(host=host, port=int(port), timeout=3)
+
+
+def put_keys(endpoint: str, keys: dict[str, str]) -> None:
+    async def run() -> None:
+        async with _client(endpoint) as client:
+            for key, value in keys.items():
+                await client.put(key.encode(), value.encode())
+
+    asyncio.run(run())
+
+
+def get_prefix(endpoint: str, prefix: str) -> dict[str, str]:
+    async def run() -> dict[str, str]:
+        async with _client(endpoint) as client:
+            result = await client.get_prefix(prefix.encode())
+            return {kv.key.decode(): kv.value.decode() for kv in result}
+
+    return asyncio.run(run())
+
+
+@dataclass
+class Writer(threading.Thread):
+    """Puts ``prefix/<n>`` keys one after the other until stopped; ``acked`` holds the keys
+    etcd acknowledged, ``failed`` counts attempts that got an error (retried later)."""
+
+    endpoint: str
+    prefix: str
+    acked: list[str] = field(default_factory=list)
+    failed: int = 0
+
+    def __post_init__(self) -> None:
+        threading.Thread.__init__(self, daemon=True)
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        asyncio.run(self._write())
+
+    async def _write(self) -> None:
+        n = 0
+        client = _client(self.endpoint)
+        while not self._stop_event.is_set():
+            key = f"{self.prefix}/{n:07d}"
+            try:
+                await asyncio.wait_for(client.put(key.encode(), b"x"), 5)
+            except Exception:
+                self.failed += 1
+                await client.close()
+                client = _client(self.endpoint)
+                await asyncio.sleep(0.1)
+                continue
+            self.acked.append(key)
+            n += 1
+            await asyncio.sleep(0.01)
+        await client.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=15)
+
+
+def in_ci() -> bool:
+    return bool(os.environ.get("CI"))
