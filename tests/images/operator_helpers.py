@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from olmtool.images import Image
+from olmtool.images.image import OCI_CONFIG, canonical_json, digest_of
 
 WHEEL_NAME = "tinydep"
 NAME = "localhost:5000/test/op"
@@ -81,3 +85,11 @@ def offline(monkeypatch: pytest.MonkeyPatch, cache: Path) -> None:
 
 def _record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def with_config(image: Image, config: dict) -> Image:
+    """``image`` with another config document (a base image with Env, Cmd...)."""
+    data = canonical_json(config)
+    manifest = json.loads(image.manifest)
+    manifest["config"] = {"mediaType": OCI_CONFIG, "digest": digest_of(data), "size": len(data)}
+    return Image(canonical_json(manifest), data, image.layers, image.media_type)

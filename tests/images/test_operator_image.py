@@ -14,6 +14,7 @@ from olmtool.config import load_project
 from olmtool.errors import ArgumentError, InputError
 from olmtool.images import (
     PipError,
+    RegistryError,
     WheelSource,
     build_image,
     build_operator_image,
@@ -21,7 +22,7 @@ from olmtool.images import (
     read_oci_layout,
 )
 from olmtool.images.build import merge_env
-from tests.images.operator_helpers import NAME, make_project, offline
+from tests.images.operator_helpers import NAME, make_project, offline, with_config
 from tests.test_cli import olmtool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +159,7 @@ def test_stacked_on_a_base(project: tuple[Path, Path]) -> None:
     base = build_image({"etc/os-release": b"ID=test\n"}, {"base.label": "kept", "team": "base"})
     config = json.loads(base.config)
     config["config"].update(Env=["PATH=/usr/bin:/bin", "PYTHONUNBUFFERED=0"], Cmd=["sh"])
-    base = _with_config(base, config)
+    base = with_config(base, config)
     settings = load_project(root / "olmtool.yaml").settings.image
     built = build_operator_image(
         settings,
@@ -229,6 +230,14 @@ def test_bad_flags_are_argument_errors(project: tuple[Path, Path]) -> None:
     assert "cannot reach registry" in caught.value.message
 
 
+def test_unreachable_registry_is_one_line(project: tuple[Path, Path]) -> None:
+    root, wheels = project
+    with pytest.raises(RegistryError) as caught:
+        build(root, wheels, push=True, registry="127.0.0.1:1")
+    assert str(caught.value) == "cannot reach registry 127.0.0.1:1: connection refused"
+    assert (root / "out" / "op-1.2.3" / "oci-layout").is_file()  # the layout is whole
+
+
 def test_cli_json_and_one_line_errors(project: tuple[Path, Path]) -> None:
     root, wheels = project
     done = olmtool(
@@ -243,13 +252,3 @@ def test_cli_json_and_one_line_errors(project: tuple[Path, Path]) -> None:
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     assert failed.stderr.strip().splitlines()[0].startswith("error: --base")
     assert "Example" in olmtool("image", "build", "--help", cwd=root).stdout
-
-
-def _with_config(image, config):
-    from olmtool.images import Image
-    from olmtool.images.image import OCI_CONFIG, canonical_json, digest_of
-
-    data = canonical_json(config)
-    manifest = json.loads(image.manifest)
-    manifest["config"] = {"mediaType": OCI_CONFIG, "digest": digest_of(data), "size": len(data)}
-    return Image(canonical_json(manifest), data, image.layers, image.media_type)
