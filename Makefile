@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate proto bench bench-cluster lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate lock images proto bench bench-cluster lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -14,6 +14,8 @@ help:
 	@echo "make test-unit  fast loop: unit tests only"
 	@echo "make test-e2e   tests against a real kube-apiserver (builds it on first use)"
 	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
+	@echo "make lock       re-resolve operator/requirements.lock from requirements.in (pip)"
+	@echo "make images     build the operator image and push every bundle tag to 127.0.0.1:5000"
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
 	@echo "make tools      apt-get the OCI registry, skopeo and etcd the tests use"
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
@@ -54,6 +56,16 @@ generate: install
 	$(BIN)/olmtool crd generate
 	$(BIN)/olmtool bundle build
 	$(BIN)/olmtool catalog publish
+
+# The operator image's pins: pip resolves operator/requirements.in for CPython 3.11.
+lock: install
+	$(BIN)/olmtool image lock
+
+# Every tag the bundles reference (localhost:5000/olmtool/etcd-operator:<version>), pushed
+# to the default local cluster's registry (`olmtool cluster up` starts it on 127.0.0.1:5000).
+REGISTRY ?= 127.0.0.1:5000
+images: install
+	$(BIN)/olmtool image build --bundle-tags --push --registry $(REGISTRY)
 
 bench: install
 	$(BIN)/python benchmarks/catalog_bench.py

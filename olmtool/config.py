@@ -12,6 +12,10 @@ Example::
       ...
     catalog:                         # see olmtool.catalog.settings
       packages: [{name: etcd-operator, bundles: ["bundle/etcd-operator/*"]}]
+    image:                           # see olmtool.images.build.settings
+      name: localhost:5000/olmtool/etcd-operator
+      packages: [operator/etcd_operator]
+      entrypoint: [python3, -m, etcd_operator]
 
 Paths are relative to the directory holding ``olmtool.yaml``. Commands look for the
 file in the current directory and its parents, or take ``--config``.
@@ -28,6 +32,7 @@ from olmtool import yamlio
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
 from olmtool.errors import InputError
+from olmtool.images import ImageSettings
 
 CONFIG_NAME = "olmtool.yaml"
 
@@ -50,6 +55,7 @@ class Settings(_Section):
     crd: CrdSettings | None = None
     bundle: BundleSettings | None = None
     catalog: CatalogSettings | None = None
+    image: ImageSettings | None = None
 
 
 @dataclass(frozen=True)

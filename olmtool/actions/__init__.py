@@ -32,6 +32,8 @@ from olmtool.actions.cluster_status import (
 from olmtool.actions.cluster_up import cluster_up
 from olmtool.actions.crd_generate import CrdGenerateResult, crd_generate
 from olmtool.actions.crd_validate import crd_validate
+from olmtool.actions.image_build import ImageBuildResult, image_build
+from olmtool.actions.image_lock import ImageLockResult, image_lock
 from olmtool.cluster import local as _local
 from olmtool.images import ImageTarget
 
@@ -44,6 +46,8 @@ __all__ = [
     "ClusterStatus",
     "CrdGenerateResult",
     "GraphView",
+    "ImageBuildResult",
+    "ImageLockResult",
     "ImageTarget",
     "bundle_build",
     "bundle_validate",
@@ -61,4 +65,6 @@ __all__ = [
     "cluster_up",
     "crd_generate",
     "crd_validate",
+    "image_build",
+    "image_lock",
 ]

@@ -13,6 +13,7 @@ _SHAPES = {
     "crd": "crd: {modules: [...], output: ...}",
     "bundle": "bundle: {package: ..., version: ...}",
     "catalog": "catalog: {packages: [...]}",
+    "image": "image: {name: ..., packages: [...], entrypoint: [...]}",
 }
 
 

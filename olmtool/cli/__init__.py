@@ -7,7 +7,7 @@ import sys
 import typer
 
 from olmtool import __version__
-from olmtool.cli import bundle, catalog, cluster, crd
+from olmtool.cli import bundle, catalog, cluster, crd, image
 from olmtool.cli.output import error, error_line
 from olmtool.errors import OlmtoolError
 
@@ -27,6 +27,7 @@ app.add_typer(crd.app, name="crd")
 app.add_typer(bundle.app, name="bundle")
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(image.app, name="image")
 
 
 def _show_version(value: bool) -> None:

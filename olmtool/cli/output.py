@@ -123,13 +123,17 @@ def exit_if(failed: bool) -> None:
 
 # Library errors name the keyword argument; these are the flags behind them.
 FLAGS = {
+    "base": "--base",
+    "bundle_tags": "--bundle-tags",
     "channels": "--channel",
     "image": "--image",
     "k8s_version": "--k8s-version",
     "minimum_version": "--minimum-version",
     "name": "--name",
     "node": "--no-node",
+    "registry": "--registry",
     "registry_port": "--registry-port",
+    "tags": "--tag",
 }
 
 

@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 import uuid
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -163,9 +163,11 @@ def build_image(
     return assemble_image([layer_tar(files)], labels, architecture=architecture, os=os)
 
 
-def layer_tar(files: Mapping[str, bytes]) -> bytes:
-    """An uncompressed, reproducible tar of ``files`` with an entry for every parent dir."""
+def layer_tar(files: Mapping[str, bytes], *, executable: Collection[str] = ()) -> bytes:
+    """An uncompressed, reproducible tar of ``files`` with an entry for every parent dir;
+    the paths in ``executable`` get mode 0755, every other file 0644."""
     contents: dict[str, bytes] = {}
+    runnable = {_image_path(path) for path in executable}
     for path, data in files.items():
         name = _image_path(path)
         if name in contents:
@@ -180,8 +182,8 @@ def layer_tar(files: Mapping[str, bytes]) -> bytes:
             if name in dirs:
                 tar.addfile(_tar_info(name, tarfile.DIRTYPE, 0o755, 0))
             else:
-                data = contents[name]
-                tar.addfile(_tar_info(name, tarfile.REGTYPE, 0o644, len(data)), io.BytesIO(data))
+                data, mode = contents[name], 0o755 if name in runnable else 0o644
+                tar.addfile(_tar_info(name, tarfile.REGTYPE, mode, len(data)), io.BytesIO(data))
     return buffer.getvalue()
 
 

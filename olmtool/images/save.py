@@ -57,5 +57,17 @@ def save_image(
     if target.push:
         if progress:
             progress(f"pushing {target.reference}")
-        push(image, ref)
+        push(image, ref, progress=_bytes_pushed(target.reference, progress))
     return SavedImage(target.reference, image.digest, layout, target.push)
+
+
+def _bytes_pushed(
+    reference: str, progress: Callable[[str], None] | None
+) -> Callable[[int, int], None] | None:
+    """Byte counts as a progress line (blobs the registry has count as done at once)."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda done, total: report(
+        f"pushing {reference}: {done / 1e6:.1f} of {total / 1e6:.1f} MB"
+    )

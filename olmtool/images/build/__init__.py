@@ -1,0 +1,34 @@
+"""The operator's image, built without a container engine (as ``ko`` and ``jib`` do).
+
+>>> from olmtool.images.build import build_operator_image, provenance
+>>> built = build_operator_image(settings, root, labels={}, created=provenance(root).created)
+>>> [layer.name for layer in built.layers]
+['dependencies', 'application']
+"""
+
+from olmtool.images.build.compose import (
+    LayerInfo,
+    OperatorImage,
+    Provenance,
+    build_operator_image,
+    merge_env,
+    provenance,
+)
+from olmtool.images.build.settings import ImageSettings
+from olmtool.images.build.tags import bundle_tags
+from olmtool.images.build.wheels import PipError, WheelSource, cache_dir, lock_requirements
+
+__all__ = [
+    "ImageSettings",
+    "LayerInfo",
+    "OperatorImage",
+    "PipError",
+    "Provenance",
+    "WheelSource",
+    "build_operator_image",
+    "bundle_tags",
+    "cache_dir",
+    "lock_requirements",
+    "merge_env",
+    "provenance",
+]
