@@ -16,7 +16,7 @@ import re
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -247,18 +247,16 @@ def get_prefix(endpoint: str, prefix: str) -> dict[str, str]:
     return asyncio.run(run())
 
 
-@dataclass
 class Writer(threading.Thread):
     """Puts ``prefix/<n>`` keys one after the other until stopped; ``acked`` holds the keys
     etcd acknowledged, ``failed`` counts attempts that got an error (retried later)."""
 
-    endpoint: str
-    prefix: str
-    acked: list[str] = field(default_factory=list)
-    failed: int = 0
-
-    def __post_init__(self) -> None:
-        threading.Thread.__init__(self, daemon=True)
+    def __init__(self, endpoint: str, prefix: str) -> None:
+        super().__init__(daemon=True)
+        self.endpoint = endpoint
+        self.prefix = prefix
+        self.acked: list[str] = []
+        self.failed = 0
         self._stop_event = threading.Event()
 
     def run(self) -> None:
