@@ -17,7 +17,7 @@ help:
 	@echo "make lock       re-resolve operator/requirements.lock from requirements.in (pip)"
 	@echo "make images     build the operator image and push every bundle tag to 127.0.0.1:5000"
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
-	@echo "make tools      apt-get the OCI registry, skopeo and etcd the tests use"
+	@echo "make tools      apt-get the OCI registry, skopeo, etcd and promtool the tests use"
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
 
@@ -32,7 +32,7 @@ install: $(STAMP)
 # Debian's docker-registry (a loopback OCI registry), skopeo (an independent client) and
 # etcd-server (etcd 3.4: the control plane's store, and what the node agent runs for
 # quay.io/coreos/etcd:v3.4 images). Each entry is command:package.
-TOOLS := docker-registry:docker-registry skopeo:skopeo etcd:etcd-server
+TOOLS := docker-registry:docker-registry skopeo:skopeo etcd:etcd-server promtool:prometheus
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \

@@ -18,6 +18,7 @@ from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.csv import generate_csv, merge_into_base
 from olmtool.bundle.examples import example_problems
+from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.bundle.settings import BundleSettings
 from olmtool.errors import InputError
 from olmtool.fsutil import TreeDiff, diff_tree, write_tree
@@ -180,7 +181,22 @@ def _read_extra_manifests(settings: BundleSettings, root: Path) -> Iterator[Sour
         metadata = source.document.get("metadata") or {}
         if not metadata.get("name"):
             raise InputError(f"{kind} has no metadata.name", path=source.file, line=source.line)
+        _check_monitoring(source)
         yield source
+
+
+def _check_monitoring(source: Source) -> None:
+    """A ServiceMonitor or PrometheusRule the apiserver or Prometheus would refuse stops the
+    build, like an example its CRD would reject (warnings are left to ``bundle validate``)."""
+    for problem in monitoring_problems(source.document):
+        if problem.severity == "error":
+            where = f"{problem.path}: " if problem.path else ""
+            line = yamlio.line_at(source.document, problem.path) if problem.path else None
+            raise InputError(
+                f"{_describe(source.document)}: {where}{problem.message}",
+                path=source.file,
+                line=line or source.line,
+            )
 
 
 def _read_sources(root: Path, entries: Sequence[str], *, what: str) -> Iterator[Source]:

@@ -155,6 +155,39 @@ def test_unsupported_kind_is_an_error_naming_file_and_line(project: Path) -> Non
     )
 
 
+MONITOR = """\
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {name: widget-operator}
+spec:
+  selector: {matchLabels: {app.kubernetes.io/name: widget-operator}}
+  endpoints:
+    - port: metrics
+      interval: {interval}
+"""
+
+
+def test_valid_service_monitor_is_shipped(project: Path) -> None:
+    (project / "extra" / "monitor.yaml").write_text(MONITOR.replace("{interval}", "30s"))
+    built = _build(project)
+    assert "manifests/widget-operator_monitoring.coreos.com_v1_servicemonitor.yaml" in built.files
+
+
+def test_monitoring_object_the_crd_rejects_is_an_error_naming_file_and_line(
+    project: Path,
+) -> None:
+    (project / "extra" / "monitor.yaml").write_text(MONITOR.replace("{interval}", "30sec"))
+    with pytest.raises(InputError) as exc:
+        _build(project)
+    _assert_input_error(
+        exc,
+        "extra/monitor.yaml",
+        8,
+        "ServiceMonitor widget-operator: spec.endpoints[0].interval: '30sec' is not a "
+        "Prometheus duration",
+    )
+
+
 def test_csv_among_extra_manifests_points_at_base(project: Path) -> None:
     shutil.copy(project / "base" / "widget-operator.clusterserviceversion.yaml", project / "extra")
     with pytest.raises(InputError, match=r"belongs in bundle\.base"):

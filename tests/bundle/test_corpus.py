@@ -37,6 +37,8 @@ CHECKS_DIR = Path(__file__).resolve().parents[2] / "olmtool" / "bundle" / "check
 CSV = "manifests/etcd-operator.clusterserviceversion.yaml"
 CRD = "manifests/etcd.olmtool.dev_etcdclusters.yaml"
 SERVICE = "manifests/etcd-operator-health_v1_service.yaml"
+MONITOR = "manifests/etcd-metrics_monitoring.coreos.com_v1_servicemonitor.yaml"
+RULES = "manifests/etcd-alerts_monitoring.coreos.com_v1_prometheusrule.yaml"
 ANNOTATIONS = fmt.ANNOTATIONS_FILE
 DOCKERFILE = fmt.DOCKERFILE
 
@@ -1180,6 +1182,147 @@ CASES: list[Case] = [
         "error",
         file="manifests/etcd-critical_priorityclass.yaml",
         at="globalDefault: true",
+    ),
+    Case(
+        "objects/monitoring/no-selector",
+        replace_re(MONITOR, r"^  selector:\n(?:    .*\n)+", ""),
+        "objects/monitoring",
+        "error",
+        file=MONITOR,
+        at="spec:",
+    ),
+    Case(
+        "objects/monitoring/interval-not-a-duration",
+        replace(MONITOR, "    - interval: 30s\n", "    - interval: 30 seconds\n"),
+        "objects/monitoring",
+        "error",
+        file=MONITOR,
+        at="    - interval: 30 seconds",
+    ),
+    Case(
+        "objects/monitoring/port-number",
+        replace(MONITOR, "      port: metrics\n", "      port: 2381\n"),
+        "objects/monitoring",
+        "error",
+        file=MONITOR,
+        at="      port: 2381",
+    ),
+    Case(
+        "objects/monitoring/scheme",
+        replace(MONITOR, "      path: /metrics\n", "      path: /metrics\n      scheme: HTTP\n"),
+        "objects/monitoring",
+        "error",
+        file=MONITOR,
+        at="      scheme: HTTP",
+    ),
+    Case(
+        "objects/monitoring/scrape-timeout-over-interval",
+        replace(MONITOR, "      port: metrics\n", "      port: metrics\n      scrapeTimeout: 1m\n"),
+        "objects/monitoring",
+        "error",
+        file=MONITOR,
+        at="      scrapeTimeout: 1m",
+    ),
+    Case(
+        "objects/monitoring/unknown-field",
+        replace(MONITOR, "    - interval: 30s\n", "    - intervall: 30s\n"),
+        "objects/monitoring",
+        "warning",
+        file=MONITOR,
+        at="    - intervall: 30s",
+    ),
+    Case(
+        "objects/monitoring/empty-selector",
+        replace_re(MONITOR, r"^  selector:\n(?:    .*\n)+", "  selector: {}\n"),
+        "objects/monitoring",
+        "warning",
+        file=MONITOR,
+        at="  selector: {}",
+    ),
+    Case(
+        "objects/monitoring/duplicate-group",
+        replace(RULES, "  groups:\n", "  groups:\n    - name: etcd\n      rules: []\n"),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at=("    - name: etcd", 1),
+    ),
+    Case(
+        "objects/monitoring/group-without-name",
+        replace(RULES, "    - name: etcd\n      rules:\n", "    - rules:\n"),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at="    - rules:",
+    ),
+    Case(
+        "objects/monitoring/alert-and-record",
+        replace(
+            RULES,
+            "        - alert: etcdNoLeader\n",
+            "        - alert: etcdNoLeader\n          record: etcd:no_leader\n",
+        ),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at="        - alert: etcdNoLeader",
+    ),
+    Case(
+        "objects/monitoring/neither-alert-nor-record",
+        replace(
+            RULES,
+            "        - alert: etcdMembersDown\n          annotations:\n",
+            "        - annotations:\n",
+        ),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at="        - annotations:",
+    ),
+    Case(
+        "objects/monitoring/empty-expr",
+        replace(
+            RULES,
+            '          expr: etcd_server_has_leader{job="etcd"} == 0\n',
+            "          expr: ''\n",
+        ),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at="          expr: ''",
+    ),
+    Case(
+        "objects/monitoring/for-not-a-duration",
+        replace(RULES, "          for: 1m\n", "          for: 1 minute\n"),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at="          for: 1 minute",
+    ),
+    Case(
+        "objects/monitoring/label-not-a-string",
+        replace_re(
+            RULES,
+            r"(- alert: etcdNoLeader\n(?:.*\n)*?          labels:\n)            severity: critical\n",
+            lambda match: match[1] + "            severity: 1\n",
+        ),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at="            severity: 1",
+    ),
+    Case(
+        "objects/monitoring/recording-rule-with-for",
+        replace(
+            RULES,
+            "  groups:\n",
+            "  groups:\n    - name: etcd.rules\n      rules:\n        - record: etcd:up:sum\n"
+            '          expr: sum(up{job="etcd"})\n          for: 5m\n',
+        ),
+        "objects/monitoring",
+        "error",
+        file=RULES,
+        at=("          for: 5m", 0),
     ),
     # -- operatorhub ---------------------------------------------------------------------
     Case(

@@ -52,7 +52,13 @@ def test_bundle_dir_renders_properties_in_opm_order() -> None:
         json.loads(base64.b64decode(p.value["data"]))["kind"]
         for p in bundle.properties_of("olm.bundle.object")
     )
-    assert kinds == ["ClusterServiceVersion", "CustomResourceDefinition", "Service"]
+    assert kinds == [
+        "ClusterServiceVersion",
+        "CustomResourceDefinition",
+        "PrometheusRule",
+        "Service",
+        "ServiceMonitor",
+    ]
 
 
 def test_bundle_object_is_compact_sorted_json_like_go() -> None:

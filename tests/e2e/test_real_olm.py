@@ -12,6 +12,12 @@ properties, rendered from ``bundle/etcd-operator/*``): a bundle with an image ma
 run an unpack Job from ``quay.io/operator-framework/olm`` and opm images, which the node
 agent cannot run. Everything else (package, channel, deprecations) is the repository's
 catalog as published. Skipped, with the reason, where the peers are absent.
+
+The bundle ships a ServiceMonitor and a PrometheusRule. Without the Prometheus operator's
+CRDs OLM v0.18.3 fails the whole InstallPlan (``InstallComponentFailed``: "the server could
+not find the requested resource"; the CSV and CRD steps are applied, every later step is
+not, so the CSV stays Pending); with them (minimal CRDs standing in for the Prometheus
+operator's APIs) both objects are created in the operator's namespace.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ REPO = Path(__file__).resolve().parents[2]
 PEERS = Path(os.environ.get("OLMTOOL_PEERS", REPO.parent / "shared" / "peers"))
 OPERATORS = "/apis/operators.coreos.com"
 PACKAGE = "etcd-operator"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+MONITORING = "/apis/monitoring.coreos.com/v1"
+MONITORING_KINDS = {"ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules"}
+NOT_FOUND = "the server could not find the requested resource"
 
 pytestmark = pytest.mark.skipif(
     not all((PEERS / name).exists() for name in ("olm", "catalog", "olm-crds")),
@@ -125,20 +135,56 @@ def catalog_address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield f"127.0.0.1:{port}"
 
 
-def test_subscription_installs_the_etcd_operator(
-    cluster: Cluster, olm: str, catalog_address: str
-) -> None:
+@pytest.fixture(scope="module")
+def catalog_source(cluster: Cluster, olm: str, catalog_address: str) -> str:
+    """The CatalogSource of the repository's catalog, connected."""
     kube = cluster.kube
-    target = f"etcd-{uuid.uuid4().hex[:6]}"
-    kube.create("/api/v1/namespaces", {"metadata": {"name": target}})
     source = _create(kube, olm, "catalogsources", _catalog_source(catalog_address))
     wait_for(
         lambda: _state(kube, olm, "catalogsources", source) == "READY",
         60,
         "the CatalogSource to connect",
     )
-    _create(kube, target, "operatorgroups", _operator_group(target))
-    _create(kube, target, "subscriptions", _subscription(source, olm))
+    return source
+
+
+def test_without_monitoring_crds_the_installplan_fails(
+    cluster: Cluster, olm: str, catalog_source: str
+) -> None:
+    """OLM v0.18.3 looks every step's kind up in discovery: no ServiceMonitor/PrometheusRule
+    API fails the InstallPlan after the CSV and CRD steps; nothing later is created."""
+    kube = cluster.kube
+    _remove_monitoring_crds(kube)
+    target = _subscribe(kube, olm, catalog_source)
+    plan_name = wait_for(lambda: _installplan_of(kube, target), 120, "an InstallPlan")
+    plan = wait_for(
+        lambda: _finished(kube, target, plan_name), 120, f"InstallPlan {plan_name} to finish"
+    )
+    status = plan["status"]
+    assert status["phase"] == "Failed"
+    (installed,) = [c for c in status["conditions"] if c["type"] == "Installed"]
+    assert installed["status"] == "False"
+    assert installed["reason"] == "InstallComponentFailed"
+    assert installed["message"] == NOT_FOUND
+    steps = {step["resource"]["kind"]: step["status"] for step in status["plan"]}
+    assert steps["ClusterServiceVersion"] == "Present"
+    assert steps["CustomResourceDefinition"] == "Present"
+    for kind in ("PrometheusRule", "ServiceMonitor", "Service", "ServiceAccount", "Role"):
+        assert steps[kind] == "Unknown", steps
+    assert kube.get_or_none(f"/api/v1/namespaces/{target}/serviceaccounts/etcd-operator") is None
+    wait_for(
+        lambda: _csv_phase(kube, target, "etcd-operator.v0.3.0") == "Pending",
+        60,
+        "the CSV to wait for its requirements",
+    )
+
+
+def test_subscription_installs_the_etcd_operator(
+    cluster: Cluster, olm: str, catalog_source: str
+) -> None:
+    kube = cluster.kube
+    _install_monitoring_crds(kube)  # the Prometheus operator's APIs exist
+    target = _subscribe(kube, olm, catalog_source)
 
     plan_name = wait_for(lambda: _installplan_of(kube, target), 120, "an InstallPlan")
     plan = wait_for(
@@ -163,6 +209,69 @@ def test_subscription_installs_the_etcd_operator(
     deployment = kube.get(f"/apis/apps/v1/namespaces/{target}/deployments/etcd-operator")
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert annotations["olm.targetNamespaces"] == target
+    monitor = kube.get(f"{MONITORING}/namespaces/{target}/servicemonitors/etcd-metrics")
+    assert monitor["spec"]["endpoints"] == [
+        {"interval": "30s", "path": "/metrics", "port": "metrics"}
+    ]
+    assert monitor["spec"]["namespaceSelector"] == {"any": True}
+    rule = kube.get(f"{MONITORING}/namespaces/{target}/prometheusrules/etcd-alerts")
+    alerts = [r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]]
+    assert "etcdNoLeader" in alerts and "etcdBackupFailed" in alerts
+
+
+def _subscribe(kube: Kube, olm: str, source: str) -> str:
+    """A new namespace with an OwnNamespace OperatorGroup and a Subscription to the package."""
+    target = f"etcd-{uuid.uuid4().hex[:6]}"
+    kube.create("/api/v1/namespaces", {"metadata": {"name": target}})
+    _create(kube, target, "operatorgroups", _operator_group(target))
+    _create(kube, target, "subscriptions", _subscription(source, olm))
+    return target
+
+
+def _monitoring_crd(kind: str, plural: str) -> JSON:
+    """The structural minimum of a prometheus-operator CRD: any spec is kept."""
+    spec_schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": kind.lower(),
+            },
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": spec_schema}}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def _install_monitoring_crds(kube: Kube) -> None:
+    for kind, plural in MONITORING_KINDS.items():
+        path = f"{CRDS}/{plural}.monitoring.coreos.com"
+        if kube.get_or_none(path) is None:
+            kube.create(CRDS, _monitoring_crd(kind, plural))
+        wait_for(lambda p=path: established(kube.get(p)), 30, f"CRD {plural} established")
+
+
+def _remove_monitoring_crds(kube: Kube) -> None:
+    for plural in MONITORING_KINDS.values():
+        path = f"{CRDS}/{plural}.monitoring.coreos.com"
+        if kube.get_or_none(path) is not None:
+            kube.delete(path)
+        wait_for(lambda p=path: kube.get_or_none(p) is None, 60, f"CRD {plural} deleted")
 
 
 def _create(kube: Kube, namespace: str, plural: str, body: JSON) -> str:
@@ -213,6 +322,11 @@ def _installplan_of(kube: Kube, namespace: str) -> str | None:
     sub = kube.get(f"{OPERATORS}/v1alpha1/namespaces/{namespace}/subscriptions/{PACKAGE}")
     ref = (sub.get("status") or {}).get("installPlanRef") or {}
     return ref.get("name")
+
+
+def _finished(kube: Kube, namespace: str, name: str) -> JSON | None:
+    plan = kube.get(f"{OPERATORS}/v1alpha1/namespaces/{namespace}/installplans/{name}")
+    return plan if (plan.get("status") or {}).get("phase") in ("Complete", "Failed") else None
 
 
 def _completed(kube: Kube, namespace: str, name: str) -> JSON | None:

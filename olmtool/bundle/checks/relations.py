@@ -13,6 +13,7 @@ from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of, examples_of, owned_entries
 from olmtool.bundle.examples import example_problems
 from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.crd import check_crd
 
 IMAGE_REFERENCE = re.compile(
@@ -211,6 +212,20 @@ def webhooks(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]
                 "error",
                 f"webhook {hook.get('generateName')!r} names deployment {hook.get('deploymentName')!r}, which the CSV does not install",
                 f"spec.webhookdefinitions[{index}].deploymentName",
+            )
+
+
+@register("objects")
+def monitoring_objects(bundle: Bundle, context: Context) -> Iterator[Finding]:
+    """ServiceMonitors and PrometheusRules the apiserver (with the prometheus-operator CRDs),
+    the prometheus-operator or Prometheus would refuse or silently change."""
+    for obj in bundle.manifest_objects:
+        for problem in monitoring_problems(obj.document):
+            yield obj.finding(
+                "objects/monitoring",
+                problem.severity,
+                problem.message,
+                problem.path,
             )
 
 
