@@ -84,8 +84,17 @@ def lock_requirements(
     with tempfile.TemporaryDirectory(prefix="olmtool-lock-") as tmp:
         report = Path(tmp) / "report.json"
         _pip(
-            ["install", "--dry-run", "--ignore-installed", "--report", str(report)]
-            + ["-r", str(source), *target_args(python), *wheels.args()],
+            [
+                "install",
+                "--dry-run",
+                "--ignore-installed",
+                "--report",
+                str(report),
+                "-r",
+                str(source),
+                *target_args(python),
+                *wheels.args(),
+            ],
             what=source,
             progress=progress,
         )
@@ -94,7 +103,9 @@ def lock_requirements(
         f"# Locked from {source.name} for CPython {python} ({PLATFORM} wheels) by pip;\n"
         "# regenerate with `olmtool image lock` (make lock). Do not edit.\n"
     )
-    body = "".join(f"{name}=={version} \\\n    --hash=sha256:{sha}\n" for name, version, sha in pins)
+    body = "".join(
+        f"{name}=={version} \\\n    --hash=sha256:{sha}\n" for name, version, sha in pins
+    )
     write_atomic(lock, header + body)
     return [f"{name}=={version}" for name, version, _ in pins]
 
@@ -116,9 +127,21 @@ def install_wheels(
     if progress:
         progress("installing the locked wheels")
     _pip(
-        ["install", "--target", str(target), "--no-index", "--find-links", str(cache)]
-        + ["--no-deps", "--require-hashes", "--no-compile", "--no-warn-script-location"]
-        + [*target_args(python), "-r", str(lock)],
+        [
+            "install",
+            "--target",
+            str(target),
+            "--no-index",
+            "--find-links",
+            str(cache),
+            "--no-deps",
+            "--require-hashes",
+            "--no-compile",
+            "--no-warn-script-location",
+            *target_args(python),
+            "-r",
+            str(lock),
+        ],
         what=lock,
     )
     normalize_tree(target)
@@ -155,8 +178,17 @@ def _download(
         progress("downloading the locked wheels")
     cache.mkdir(parents=True, exist_ok=True)
     _pip(
-        ["download", "--dest", str(cache), "--no-deps", "--require-hashes"]
-        + [*target_args(python), *wheels.args(), "-r", str(lock)],
+        [
+            "download",
+            "--dest",
+            str(cache),
+            "--no-deps",
+            "--require-hashes",
+            *target_args(python),
+            *wheels.args(),
+            "-r",
+            str(lock),
+        ],
         what=lock,
         progress=progress,
     )
