@@ -46,6 +46,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.posting.level = logging.WARNING
+    # Scope is fixed (WATCH_NAMESPACE names namespaces exactly, or all of them) and OLM
+    # installs the CRD before the operator: no namespace or CRD scanning, hence no
+    # cluster-scoped permissions at all.
+    settings.scanning.disabled = True
     # watches that stall silently are restarted (kopf's fix for frozen watches)
     settings.watching.server_timeout = 120
     settings.watching.client_timeout = 150

@@ -4,6 +4,7 @@ after), with create-if-missing and not-found-is-fine helpers."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any
@@ -50,6 +51,9 @@ class Kube:
         self.api = api
         self.dynamic = dynamic
         self._versions: dict[tuple[str, str], str] = {}
+        self._resources: dict[tuple[str, str], Any] = {}
+        # the lazy discoverer is not safe for concurrent first use (KeyError 'resources')
+        self._discovery = asyncio.Lock()
 
     @classmethod
     async def connect(cls) -> Kube:
@@ -69,7 +73,7 @@ class Kube:
         if key not in self._versions:
             for version in versions:
                 try:
-                    await self.dynamic.resources.get(api_version=f"{group}/{version}", kind=kind)
+                    await self._resource(f"{group}/{version}", kind)
                 except ResourceNotFoundError:
                     continue
                 self._versions[key] = f"{group}/{version}"
@@ -79,7 +83,13 @@ class Kube:
         return self._versions[key]
 
     async def _resource(self, api_version: str, kind: str):  # type: ignore[no-untyped-def]
-        return await self.dynamic.resources.get(api_version=api_version, kind=kind)
+        key = (api_version, kind)
+        if key not in self._resources:
+            async with self._discovery:
+                if key not in self._resources:
+                    found = await self.dynamic.resources.get(api_version=api_version, kind=kind)
+                    self._resources[key] = found
+        return self._resources[key]
 
     async def get(self, api_version: str, kind: str, namespace: str, name: str) -> JSON | None:
         resource = await self._resource(api_version, kind)

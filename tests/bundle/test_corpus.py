@@ -1472,9 +1472,17 @@ CASES: list[Case] = [
         "good-practices/rbac-crd-write",
         replace(
             CSV,
-            "                - customresourcedefinitions\n              verbs:\n",
-            "                - customresourcedefinitions\n              verbs:\n"
-            "                - create\n",
+            "      permissions:\n",
+            "      clusterPermissions:\n"
+            "        - rules:\n"
+            "            - apiGroups:\n"
+            "                - apiextensions.k8s.io\n"
+            "              resources:\n"
+            "                - customresourcedefinitions\n"
+            "              verbs:\n"
+            "                - create\n"
+            "          serviceAccountName: etcd-operator\n"
+            "      permissions:\n",
         ),
         "good-practices/rbac-crd-write",
         "warning",
