@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate lock images proto bench bench-cluster lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate lock images proto bench bench-cluster bench-etcd lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -20,6 +20,7 @@ help:
 	@echo "make tools      apt-get the OCI registry, skopeo, etcd and promtool the tests use"
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
+	@echo "make bench-etcd     etcd operator: create, scale, recovery and upgrade times"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +73,9 @@ bench: install
 
 bench-cluster: install
 	$(BIN)/python benchmarks/cluster_bench.py
+
+bench-etcd: install
+	$(BIN)/python benchmarks/etcd_operator_bench.py
 
 # The registry API stubs are generated from olmtool/serve/proto/registry.proto.
 proto: install

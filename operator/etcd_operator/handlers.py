@@ -4,13 +4,14 @@ the cluster or its member Pods; a delete handler that takes the final snapshot."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from typing import Any
 
 import kopf
 
-from etcd_operator import reconcile, resources
+from etcd_operator import reconcile, resources, status
 from etcd_operator.kube import Kube
 from etcd_operator.resources import GROUP, ClusterRef
 
@@ -108,8 +109,10 @@ async def run_cluster(
             try:
                 outcome = await reconcile.reconcile(kube, ref, dict(body))
             except Exception as exc:
-                logger.warning("reconcile failed: %s: %s", exc.__class__.__name__, exc)
-                await asyncio.sleep(BUSY_INTERVAL * 3)
+                message = f"{exc.__class__.__name__}: {exc}"
+                logger.warning("reconcile failed: %s", message)
+                await _report_failure(kube, body, message)
+                await _sleep(wake, stopped, BUSY_INTERVAL * 3)
                 continue
             if outcome.status != (body.get("status") or {}):
                 await kube.patch(
@@ -128,6 +131,27 @@ async def run_cluster(
             await _sleep(wake, stopped, interval)
     finally:
         _wakeups.pop(uid, None)
+
+
+async def _report_failure(kube: Kube, body: kopf.Body, message: str) -> None:
+    """Status says the pass failed (Degraded, ReconcileFailed) so the failure is visible
+    without the operator's logs; best effort, the next pass retries anyway."""
+    old = dict(body.get("status") or {})
+    conditions = [c for c in old.get("conditions") or [] if c.get("type") != "Degraded"]
+    conditions.append(
+        status.condition(
+            "Degraded", True, "ReconcileFailed", message[:1000], old.get("conditions") or []
+        )
+    )
+    with contextlib.suppress(Exception):
+        await kube.patch(
+            body["apiVersion"],
+            "EtcdCluster",
+            body["metadata"]["namespace"],
+            body["metadata"]["name"],
+            {"status": {"conditions": conditions}},
+            status=True,
+        )
 
 
 async def _sleep(wake: asyncio.Event, stopped: kopf.DaemonStopped, seconds: float) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from etcd_operator import etcd, plan, resources, status
-from etcd_operator.kube import Kube
+from etcd_operator.kube import ApiError, Kube
 from etcd_operator.resources import BACKUP_REQUEST, MEMBER_LABEL, VERSION_LABEL, ClusterRef
 from etcd_operator.versions import VersionRefused, check_change, parse
 
@@ -221,9 +221,16 @@ async def ensure_shared(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) ->
     ):
         await kube.create(body)
     await kube.ensure(resources.bootstrap_config(ref, storage), fields=())
-    pdb_version = await kube.served("policy", "PodDisruptionBudget", ("v1", "v1beta1"))
-    await kube.ensure(resources.disruption_budget(ref, replicas, pdb_version))
-    await ensure_backups(kube, ref, spec)
+    # optional extras: RBAC of older releases (0.1.0, 0.2.0) grants neither; the members
+    # matter more than the budget and backups, so a refusal is logged, not fatal
+    try:
+        pdb_version = await kube.served("policy", "PodDisruptionBudget", ("v1", "v1beta1"))
+        await kube.ensure(resources.disruption_budget(ref, replicas, pdb_version))
+        await ensure_backups(kube, ref, spec)
+    except ApiError as exc:
+        if exc.code != 403:
+            raise
+        log.warning("skipping the disruption budget or backups: %s", exc)
 
 
 async def ensure_backups(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> None:
@@ -249,12 +256,13 @@ async def request_backup(
 
 
 async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
-    jobs = await kube.list(
-        "batch/v1",
-        "Job",
-        ref.namespace,
-        ",".join(f"{k}={v}" for k, v in ref.selector("backup").items()),
-    )
+    selector = ",".join(f"{k}={v}" for k, v in ref.selector("backup").items())
+    try:
+        jobs = await kube.list("batch/v1", "Job", ref.namespace, selector)
+    except ApiError as exc:
+        if exc.code != 403:
+            raise
+        return None
     if not jobs:
         return None
     job = max(

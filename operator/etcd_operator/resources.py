@@ -59,7 +59,8 @@ class ClusterRef:
             "name": self.name,
             "uid": self.uid,
             "controller": True,
-            "blockOwnerDeletion": True,
+            # no blockOwnerDeletion: it needs etcdclusters/finalizers rights, which the
+            # RBAC of older releases lacks; background deletion cascades without it
         }
 
     def meta(self, name: str, component: str = "member", owned: bool = True) -> JSON:

@@ -135,6 +135,17 @@ def operator_ready(kube: Kube, installed: Installed) -> bool:
     )
 
 
+def describe_operator(kube: Kube, installed: Installed) -> str:
+    """The operator Pods' status and the namespace's events, for a failure message."""
+    lines = []
+    for pod in kube.get(f"/api/v1/namespaces/{installed.namespace}/pods").get("items", []):
+        name = pod["metadata"]["name"]
+        lines.append(f"{name}: {(pod.get('status') or {}).get('containerStatuses')}")
+    events = kube.get(f"/api/v1/namespaces/{installed.namespace}/events").get("items", [])
+    lines += [f"{e.get('reason')}: {e.get('message')}" for e in events[-20:]]
+    return "\n".join(lines)
+
+
 # -- EtcdClusters ------------------------------------------------------------------------
 
 

@@ -76,7 +76,10 @@ def env(cluster: Cluster) -> Iterator[Env]:
     etcd_env.install_crds(kube, manifests)
     operator_ns, watched, other = (_namespace(kube, p) for p in ("etcd-op", "watched", "other"))
     installed = etcd_env.install_from_csv(kube, csv, operator_ns, [watched])
-    wait_for(lambda: etcd_env.operator_ready(kube, installed), 90, "operator Ready")
+    try:
+        wait_for(lambda: etcd_env.operator_ready(kube, installed), 90, "operator Ready")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{etcd_env.describe_operator(kube, installed)}") from None
     yield Env(kube, installed, watched, other)
     for namespace in (watched, other, operator_ns):
         with contextlib.suppress(Exception):
@@ -138,37 +141,36 @@ def test_scale_three_five_three_with_writes(env: Env) -> None:
     assert len([p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]) == 3
 
 
-def test_killed_member_comes_back_with_its_data(env: Env) -> None:
+def _three_members_with_a_key(env: Env) -> tuple[str, str, dict[str, str]]:
+    """A running 3-member cluster holding ``<name>/kept``: name, endpoint, member IDs."""
     name = _name()
     create_cluster(env.kube, env.watched, name, replicas=3)
     wait_running(env.kube, env.watched, name, 3)
     endpoint = client_endpoint(env.kube, env.watched, name)
     put_keys(endpoint, {f"{name}/kept": "yes"})
-    before = {
-        m["name"]: m["id"] for m in get_cluster(env.kube, env.watched, name)["status"]["members"]
-    }
+    return name, endpoint, _member_ids(env, name)
+
+
+def _member_ids(env: Env, name: str) -> dict[str, str]:
+    members = get_cluster(env.kube, env.watched, name)["status"]["members"]
+    return {m["name"]: m["id"] for m in members}
+
+
+def test_killed_member_comes_back_with_its_data(env: Env) -> None:
+    name, endpoint, before = _three_members_with_a_key(env)
     victim = f"{name}-1"
     pid = member_pid(env.watched, name, victim)
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: member_pid(env.watched, name, victim) not in (None, pid), 30, "etcd restarted")
     wait_running(env.kube, env.watched, name, 3)
-    after = {
-        m["name"]: m["id"] for m in get_cluster(env.kube, env.watched, name)["status"]["members"]
-    }
+    after = _member_ids(env, name)
     assert after == before  # same member, same ID: it came back with its data
     assert get_prefix(endpoint, f"{name}/") == {f"{name}/kept": "yes"}
 
 
 def test_member_that_lost_its_data_is_replaced(env: Env) -> None:
-    name = _name()
-    create_cluster(env.kube, env.watched, name, replicas=3)
-    wait_running(env.kube, env.watched, name, 3)
-    endpoint = client_endpoint(env.kube, env.watched, name)
-    put_keys(endpoint, {f"{name}/kept": "yes"})
-    before = {
-        m["name"]: m["id"] for m in get_cluster(env.kube, env.watched, name)["status"]["members"]
-    }
+    name, endpoint, before = _three_members_with_a_key(env)
     victim = f"{name}-2"
     env.kube.delete(f"/api/v1/namespaces/{env.watched}/pods/{victim}")
     env.kube.delete(f"/api/v1/namespaces/{env.watched}/persistentvolumeclaims/{victim}-data")
@@ -180,9 +182,7 @@ def test_member_that_lost_its_data_is_replaced(env: Env) -> None:
         "Degraded while replacing",
     )
     wait_running(env.kube, env.watched, name, 3, timeout=120)
-    after = {
-        m["name"]: m["id"] for m in get_cluster(env.kube, env.watched, name)["status"]["members"]
-    }
+    after = _member_ids(env, name)
     assert before[victim] not in after.values()  # a new member, not the lost one
     assert {k: v for k, v in after.items() if k != victim} == {
         k: v for k, v in before.items() if k != victim
