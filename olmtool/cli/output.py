@@ -124,7 +124,10 @@ def exit_if(failed: bool) -> None:
 # Library errors name the keyword argument; these are the flags behind them.
 FLAGS = {
     "base": "--base",
+    "approval": "--approval",
     "bundle_tags": "--bundle-tags",
+    "catalog": "--catalog",
+    "install_mode": "--install-mode",
     "channels": "--channel",
     "image": "--image",
     "k8s_version": "--k8s-version",
@@ -134,6 +137,7 @@ FLAGS = {
     "registry": "--registry",
     "registry_port": "--registry-port",
     "tags": "--tag",
+    "version": "--version",
 }
 
 

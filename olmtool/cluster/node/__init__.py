@@ -54,9 +54,10 @@ from olmtool.cluster.node.logs import LogsError, read_logs
 
 if TYPE_CHECKING:
     from olmtool.cluster.node.agent import NodeAgent
+    from olmtool.cluster.node.kube import Kube
     from olmtool.cluster.node.provisioner import Provisioner
 
-__all__ = ["LogsError", "NodeAgent", "Provisioner", "read_logs"]
+__all__ = ["Kube", "LogsError", "NodeAgent", "Provisioner", "read_logs"]
 
 
 def __getattr__(name: str) -> Any:
@@ -65,6 +66,10 @@ def __getattr__(name: str) -> Any:
         from olmtool.cluster.node.agent import NodeAgent
 
         return NodeAgent
+    if name == "Kube":
+        from olmtool.cluster.node.kube import Kube
+
+        return Kube
     if name == "Provisioner":
         from olmtool.cluster.node.provisioner import Provisioner
 

@@ -1,0 +1,185 @@
+"""``install`` / ``uninstall``: an operator from a catalog, through OLM's Subscription API.
+
+>>> result = install("etcd-operator", catalog="127.0.0.1:50051", version="0.2.0")
+>>> result.csv
+'etcd-operator.v0.2.0'
+
+Works against any cluster with OLM (``kubeconfig``, else ``$KUBECONFIG``, else the local
+cluster ``olmtool``). ``catalog`` is a registry address (``host:port``) or a catalog
+image; the CatalogSource is ``<package>-catalog`` in the install namespace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kubernetes.client.exceptions import ApiException
+
+from olmtool.cluster import local
+from olmtool.cluster.node import Kube  # the JSON API client the node agent uses
+from olmtool.errors import ArgumentError, OlmtoolError
+from olmtool.images import parse_reference
+from olmtool.olm.source import CatalogSourceUnavailable, fetch_config
+from olmtool.olm.subscribe import (
+    InstallMode,
+    SubscriptionSpec,
+    ensure_catalog_source,
+    ensure_operator_group,
+    ensure_subscription,
+    follow,
+)
+from olmtool.olm.subscribe import (
+    uninstall as remove_operator,
+)
+
+_ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d+$")
+
+
+@dataclass
+class InstallResult:
+    package: str
+    namespace: str
+    csv: str
+    catalog_source: str
+    operator_group: str
+    install_mode: str
+    targets: list[str]
+    approved: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "package": self.package,
+            "namespace": self.namespace,
+            "csv": self.csv,
+            "catalogSource": self.catalog_source,
+            "operatorGroup": self.operator_group,
+            "installMode": self.install_mode,
+            "targetNamespaces": self.targets,
+            "approvedInstallPlans": self.approved,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def resolve_kubeconfig(kubeconfig: Path | None) -> Path:
+    if kubeconfig is not None:
+        return kubeconfig
+    if os.environ.get("KUBECONFIG"):
+        return Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
+    return Path(local.require_cluster(local.DEFAULT_NAME).kubeconfig)
+
+
+def _catalog_kind(catalog: str) -> tuple[str, str]:
+    """("address", host:port) or ("image", reference)."""
+    if _ADDRESS.match(catalog) and "/" not in catalog:
+        return "address", catalog
+    try:
+        parse_reference(catalog)
+    except OlmtoolError:
+        raise ArgumentError(
+            f'"{catalog}" is neither a registry address (host:port) nor an image reference',
+            argument="catalog",
+        ) from None
+    return "image", catalog
+
+
+def _starting_csv(address: str | None, package: str, channel: str, version: str) -> str:
+    """The CSV name of ``version`` in the channel, read from the registry when reachable;
+    otherwise OLM's naming convention ``<package>.v<version>``."""
+    if not version:
+        return ""
+    if address is None:
+        return f"{package}.v{version}"
+    try:
+        config = fetch_config(address, timeout=10)
+    except CatalogSourceUnavailable:
+        return f"{package}.v{version}"
+    default = next((p.default_channel for p in config.packages if p.name == package), "")
+    wanted = channel or default
+    entries = {
+        e.name
+        for c in config.channels
+        if c.package == package and c.name == wanted
+        for e in c.entries
+    }
+    for bundle in config.bundles:
+        if bundle.package == package and bundle.name in entries and bundle.version == version:
+            return bundle.name
+    raise ArgumentError(
+        f"{version} is not in channel {wanted or '(default)'} of {package}", argument="version"
+    )
+
+
+def _ensure_namespace(kube: Kube, namespace: str) -> None:
+    if kube.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
+        kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+
+
+def install(
+    package: str,
+    *,
+    catalog: str,
+    channel: str = "",
+    version: str = "",
+    namespace: str = "",
+    install_mode: str = "OwnNamespace",
+    approval: str = "Automatic",
+    kubeconfig: Path | None = None,
+    timeout: float = 300.0,
+    progress: Callable[[str], None] | None = None,
+) -> InstallResult:
+    """Subscribe to ``package`` and wait until its CSV is Succeeded (InstallFailed
+    with OLM's reason otherwise). With Manual approval only the InstallPlan that installs
+    the requested version is approved, so no further upgrade happens by itself."""
+    if approval not in ("Automatic", "Manual"):
+        raise ArgumentError(f'"{approval}" is not Automatic or Manual', argument="approval")
+    namespace = namespace or package
+    mode = InstallMode.parse(install_mode, namespace)
+    kind, source = _catalog_kind(catalog)
+    starting = _starting_csv(source if kind == "address" else None, package, channel, version)
+    started = time.monotonic()
+    kube = Kube(resolve_kubeconfig(kubeconfig))
+    try:
+        _ensure_namespace(kube, namespace)
+        name = f"{package}-catalog"
+        ensure_catalog_source(kube, namespace, name, **{kind: source})
+        group = ensure_operator_group(kube, namespace, mode)
+        spec = SubscriptionSpec(package, name, namespace, channel, starting, approval)
+        ensure_subscription(kube, namespace, spec)
+        followed = follow(
+            kube, namespace, package, target_csv=starting, timeout=timeout, on_change=progress
+        )
+    except ApiException as exc:
+        raise OlmtoolError(f"the cluster refused a request: {exc.status} {exc.reason}") from None
+    finally:
+        kube.close()
+    return InstallResult(
+        package=package,
+        namespace=namespace,
+        csv=followed.csv["metadata"]["name"],
+        catalog_source=name,
+        operator_group=group["metadata"]["name"],
+        install_mode=mode.name,
+        targets=list(mode.targets),
+        approved=followed.approved,
+        seconds=time.monotonic() - started,
+    )
+
+
+def uninstall(
+    package: str, *, namespace: str = "", delete_crds: bool = False, kubeconfig: Path | None = None
+) -> list[str]:
+    """Remove the Subscription and CSV (CRDs only with ``delete_crds``)."""
+    kube = Kube(resolve_kubeconfig(kubeconfig))
+    try:
+        return remove_operator(kube, namespace or package, package, delete_crds=delete_crds)
+    finally:
+        kube.close()
+
+
+__all__ = ["InstallResult", "install", "uninstall"]
