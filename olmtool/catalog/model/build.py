@@ -71,6 +71,7 @@ def lean_bundle(bundle: dc.Bundle) -> Bundle:
         origin=bundle.origin,
         provides=_gvks(bundle, dc.PROP_GVK),
         requires=_gvks(bundle, dc.PROP_GVK_REQUIRED),
+        requires_packages=_package_requirements(bundle),
     )
 
 
@@ -79,6 +80,16 @@ _GVKS: dict[GVK, GVK] = {}  # one tuple per distinct GVK, shared by every bundle
 
 def _gvks(bundle: dc.Bundle, type_: str) -> tuple[GVK, ...]:
     return tuple(_GVKS.setdefault(gvk, gvk) for gvk in props.gvks(bundle, type_))
+
+
+def _package_requirements(bundle: dc.Bundle) -> tuple[tuple[str, str], ...]:
+    """(packageName, versionRange) of each well-formed olm.package.required property."""
+    found = []
+    for prop in bundle.properties_of(dc.PROP_PACKAGE_REQUIRED):
+        value = prop.value
+        if props.problem(prop) is None and isinstance(value, dict):
+            found.append((str(value["packageName"]), str(value["versionRange"])))
+    return tuple(found)
 
 
 class ModelBuilder:

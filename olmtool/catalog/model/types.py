@@ -33,6 +33,8 @@ class Bundle:
     origin: dc.Origin
     provides: tuple[GVK, ...] = ()  # well-formed olm.gvk properties
     requires: tuple[GVK, ...] = ()  # well-formed olm.gvk.required properties
+    # well-formed olm.package.required properties: (packageName, versionRange)
+    requires_packages: tuple[tuple[str, str], ...] = ()
     # The CSV's spec.replaces ("" if unset), None without a CSV object (or not inspected);
     # set by the bundle inspection, which decodes the objects anyway.
     csv_replaces: str | None = None
