@@ -24,18 +24,17 @@ from olmtool.cluster import local
 from olmtool.cluster.node import Kube  # the JSON API client the node agent uses
 from olmtool.errors import ArgumentError, OlmtoolError
 from olmtool.images import parse_reference
-from olmtool.olm.source import CatalogSourceUnavailable, fetch_config
-from olmtool.olm.subscribe import (
+from olmtool.olm import (
+    CatalogSourceUnavailable,
     InstallMode,
     SubscriptionSpec,
     ensure_catalog_source,
     ensure_operator_group,
     ensure_subscription,
+    fetch_config,
     follow,
 )
-from olmtool.olm.subscribe import (
-    uninstall as remove_operator,
-)
+from olmtool.olm import uninstall as remove_operator
 
 _ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d+$")
 

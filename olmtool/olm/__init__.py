@@ -2,3 +2,69 @@
 sources, Subscription resolution, InstallPlans and the CSV state machine, written to
 behave like OLM v0 so the same catalogs, OperatorGroups and Subscriptions work unchanged
 on real OLM (see ``docs/architecture.md``)."""
+
+from olmtool.olm.resolver import (
+    CONSTRAINTS_NOT_SATISFIABLE,
+    ERROR_PREVENTED_RESOLUTION,
+    GLOBAL_NAMESPACE,
+    BundlePath,
+    CatalogSource,
+    InstalledCSV,
+    PlanProblem,
+    Resolution,
+    ResolutionFailed,
+    ResolvedBundle,
+    Subscription,
+    SubscriptionResult,
+    UpgradePlan,
+    resolve_namespace,
+    upgrade_plan,
+)
+from olmtool.olm.source import (
+    CatalogSourceUnavailable,
+    Connection,
+    fetch_config,
+    fetch_manifests,
+    probe,
+)
+from olmtool.olm.subscribe import (
+    InstallFailed,
+    InstallMode,
+    SubscriptionSpec,
+    ensure_catalog_source,
+    ensure_operator_group,
+    ensure_subscription,
+    follow,
+    uninstall,
+)
+
+__all__ = [
+    "CONSTRAINTS_NOT_SATISFIABLE",
+    "ERROR_PREVENTED_RESOLUTION",
+    "GLOBAL_NAMESPACE",
+    "BundlePath",
+    "CatalogSource",
+    "CatalogSourceUnavailable",
+    "Connection",
+    "InstallFailed",
+    "InstallMode",
+    "InstalledCSV",
+    "PlanProblem",
+    "Resolution",
+    "ResolutionFailed",
+    "ResolvedBundle",
+    "Subscription",
+    "SubscriptionResult",
+    "SubscriptionSpec",
+    "UpgradePlan",
+    "ensure_catalog_source",
+    "ensure_operator_group",
+    "ensure_subscription",
+    "fetch_config",
+    "fetch_manifests",
+    "follow",
+    "probe",
+    "resolve_namespace",
+    "uninstall",
+    "upgrade_plan",
+]
