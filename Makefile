@@ -101,6 +101,7 @@ test: lint
 	$(BIN)/olmtool bundle build --check
 	$(BIN)/olmtool catalog publish --check
 	$(BIN)/olmtool catalog validate catalog --strict
+	$(BIN)/olmtool test upgrade --catalog catalog --package etcd-operator
 	$(MAKE) test-unit
 	$(MAKE) test-e2e
 

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from olmtool import __version__
-from olmtool.cli import bundle, catalog, cluster, crd, image
+from olmtool.cli import bundle, catalog, cluster, crd, image, testing
 from olmtool.cli import install as install_cli
 from olmtool.cli.output import error, error_line
 from olmtool.errors import OlmtoolError
@@ -29,6 +29,7 @@ app.add_typer(bundle.app, name="bundle")
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(image.app, name="image")
+app.add_typer(testing.app, name="test")
 app.command("install")(install_cli.install)
 app.command("uninstall")(install_cli.uninstall)
 

@@ -53,13 +53,14 @@ def install(
         kubeconfig=kubeconfig,
         timeout=timeout,
     )
-    if output != OutputFormat.text:
-        emit(result.as_dict(), output)
-        return
     targets = ", ".join(result.targets) or "all namespaces"
-    stdout.print(
-        f"[green]installed[/] {escape(result.csv)} in {escape(result.namespace)} "
-        f"({result.install_mode}: {escape(targets)}) in {result.seconds:.1f} s"
+    emit(
+        result.as_dict(),
+        output,
+        lambda: stdout.print(
+            f"[green]installed[/] {escape(result.csv)} in {escape(result.namespace)} "
+            f"({result.install_mode}: {escape(targets)}) in {result.seconds:.1f} s"
+        ),
     )
 
 
