@@ -18,6 +18,10 @@ CRDs OLM v0.18.3 fails the whole InstallPlan (``InstallComponentFailed``: "the s
 not find the requested resource"; the CSV and CRD steps are applied, every later step is
 not, so the CSV stays Pending); with them (minimal CRDs standing in for the Prometheus
 operator's APIs) both objects are created in the operator's namespace.
+
+OLM runs on olmtool's own ``operators.coreos.com`` CRDs (``olmtool.olm.crdfiles``, what
+``cluster up`` installs): real OLM must behave on them exactly as on its own.
+``OLMTOOL_OLM_CRDS=peers`` runs the same tests on real OLM's CRDs (``peers/olm-crds``).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from olmtool import yamlio
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
 from olmtool.cluster.node.kube import Kube
+from olmtool.olm.crdfiles import olm_crds
 from olmtool.ports import free_port
 from tests.e2e.helpers import JSON, Cluster, established, wait_for
 
@@ -48,9 +53,11 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MONITORING = "/apis/monitoring.coreos.com/v1"
 MONITORING_KINDS = {"ServiceMonitor": "servicemonitors", "PrometheusRule": "prometheusrules"}
 NOT_FOUND = "the server could not find the requested resource"
+CRD_SOURCE = os.environ.get("OLMTOOL_OLM_CRDS", "olmtool")  # or "peers": real OLM's own
+PEER_FILES = ("olm", "catalog", "olm-crds") if CRD_SOURCE == "peers" else ("olm", "catalog")
 
 pytestmark = pytest.mark.skipif(
-    not all((PEERS / name).exists() for name in ("olm", "catalog", "olm-crds")),
+    not all((PEERS / name).exists() for name in PEER_FILES),
     reason=f"real OLM v0.18.3 not found in {PEERS} (set OLMTOOL_PEERS)",
 )
 
@@ -66,17 +73,22 @@ def _inline_catalog(target: Path) -> Path:
     return target
 
 
+def _olm_crds() -> list[JSON]:
+    if CRD_SOURCE == "peers":
+        return [yamlio.plain(yamlio.load(p)) for p in sorted((PEERS / "olm-crds").glob("*.yaml"))]
+    return olm_crds()
+
+
 def _install_olm_crds(kube: Kube) -> None:
-    for path in sorted((PEERS / "olm-crds").glob("*.yaml")):
-        crd = yamlio.load(path)
-        name = crd["metadata"]["name"]
-        if kube.get_or_none(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"):
-            continue
-        kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    for path in (PEERS / "olm-crds").glob("*.yaml"):
-        name = yamlio.load(path)["metadata"]["name"]
-        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
-        wait_for(lambda p=path: established(kube.get(p)), 30, f"CRD {name} established")
+    crds = _olm_crds()
+    for crd in crds:
+        if kube.get_or_none(f"{CRDS}/{crd['metadata']['name']}") is None:
+            kube.create(CRDS, crd)
+    for crd in crds:
+        path = f"{CRDS}/{crd['metadata']['name']}"
+        served = wait_for(lambda p=path: established(kube.get(p)) and kube.get(p), 30, path)
+        # The cluster serves the CRDs this run is about (e.g. ours: Deployment specs whole).
+        assert served["spec"]["versions"] == crd["spec"]["versions"], path
 
 
 @contextlib.contextmanager
