@@ -180,7 +180,7 @@ def test_without_monitoring_crds_the_installplan_fails(
     assert installed["message"] == NOT_FOUND
     steps = {step["resource"]["kind"]: step["status"] for step in status["plan"]}
     # Created on the first attempt, Present after a retry within OLM's one-minute window:
-    # which one the Failed plan keeps depends on timing (seen both, on either CRD set).
+    # which one the Failed plan keeps depends on when it gives up (both seen on our CRDs).
     assert steps["ClusterServiceVersion"] in ("Created", "Present")
     assert steps["CustomResourceDefinition"] in ("Created", "Present")
     for kind in ("PrometheusRule", "ServiceMonitor", "Service", "ServiceAccount", "Role"):
