@@ -17,11 +17,18 @@ def cluster_up(
     *,
     registry_port: int | None = local.DEFAULT_REGISTRY_PORT,
     node: bool = True,
+    olm_crds: bool = True,
     timeout: float = 120.0,
     progress: Callable[[str], None] | None = None,
 ) -> local.Cluster:
     """Start the cluster ``name`` (nothing to do when it runs); ``registry_port`` None
-    runs no registry, 0 any free port; ``node`` False starts the control plane only."""
+    runs no registry, 0 any free port; ``node`` False starts the control plane only;
+    ``olm_crds`` False installs no ``operators.coreos.com`` CRDs (OLM's API)."""
     return local.up(
-        name, registry_port=registry_port, node=node, timeout=timeout, progress=progress
+        name,
+        registry_port=registry_port,
+        node=node,
+        olm_crds=olm_crds,
+        timeout=timeout,
+        progress=progress,
     )

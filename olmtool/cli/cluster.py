@@ -39,6 +39,9 @@ def up(
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
+    no_olm: bool = typer.Option(
+        False, "--no-olm", help="Do not install OLM's API (the operators.coreos.com CRDs)."
+    ),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for health."),
     output: OutputFormat = OutputOption,
 ) -> None:
@@ -49,6 +52,8 @@ def up(
       olmtool cluster up && export KUBECONFIG=$(olmtool cluster kubeconfig)
 
       olmtool cluster up --name ci --registry-port 0 -o json
+
+      olmtool cluster up --no-olm    # no operators.coreos.com CRDs (e.g. to install OLM itself)
     """
     cluster = with_progress(
         "starting the cluster",
@@ -56,6 +61,7 @@ def up(
         name=name,
         registry_port=None if no_registry else registry_port,
         node=not no_node,
+        olm_crds=not no_olm,
         timeout=timeout,
     )
     emit(
@@ -111,6 +117,7 @@ def status(name: str = NameOption, output: OutputFormat = OutputOption) -> None:
         for component, running in status.components.items():
             state = "[green]running[/]" if running else "[red]stopped[/]"
             stdout.print(f"  {component:<24} {state}")
+        stdout.print(f"  OLM CRDs established: {len(status.olm_crds)}")
 
     emit(data, output, text)
     exit_if(not status.healthy)

@@ -7,7 +7,8 @@ and start time, so a recycled pid is never signalled); ``status`` reports what r
 ``up`` on a running cluster returns it unchanged; on a stopped one it restarts it with
 the same etcd data, certificates and kubeconfig. ``up`` claims the cluster a network
 (:mod:`olmtool.cluster.network`: its Pod and Service ranges, the same one again when it
-is free) before the apiserver starts, and ``down`` releases it.
+is free) before the apiserver starts, and ``down`` releases it. ``up`` installs OLM's API
+(the ``operators.coreos.com`` CRDs, :mod:`olmtool.cluster.olmcrds`) unless told not to.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from olmtool.cluster.assets import ensure_assets
 from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.node.netns import remove_node_network
+from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.errors import ArgumentError, OlmtoolError
 
 STATE_FILE = "cluster.json"
@@ -147,16 +149,20 @@ def up(
     assets: Path | None = None,
     registry_port: int | None = DEFAULT_REGISTRY_PORT,
     node: bool = True,
+    olm_crds: bool = True,
     progress: Progress | None = None,
     timeout: float = 120.0,
 ) -> Cluster:
     """Start the cluster ``name`` (or return it if it already runs); ``registry_port``
-    None runs no registry, 0 picks a free port."""
+    None runs no registry, 0 picks a free port; ``olm_crds`` installs OLM's CRDs (also on
+    a running cluster; False removes none that are there)."""
     say = progress or (lambda _message: None)
     state_dir = cluster_dir(name, root)
     existing = read_cluster(name, root)
     if existing is not None and all(existing.running().values()) and _healthy(existing):
         say("already running")
+        if olm_crds:
+            _install_olm_crds(existing, say, timeout)
         return existing
     if existing is not None:
         say("stopping leftovers of an earlier run")
@@ -175,6 +181,8 @@ def up(
         network=network.index,
     )
     try:
+        # Applied first, waited for last: the apiserver sets them up while the rest starts.
+        olm_names = _apply_olm_crds(cluster, say) if olm_crds else []
         say("starting kube-controller-manager and kube-scheduler")
         launch_controllers(plane, assets, timeout=timeout)
         _record(cluster, plane)
@@ -188,6 +196,9 @@ def up(
             _save(cluster)
             say("waiting for the node to be Ready")
             _wait_node_ready(cluster, timeout)
+        if olm_names:
+            say("waiting for OLM's CRDs to be Established")
+            wait_established(_api(cluster), olm_names, timeout)
     except BaseException:
         _record(cluster, plane)
         _stop_components(cluster)
@@ -210,6 +221,22 @@ def _launch_on_network(
     except BaseException:
         release_network(state_dir)
         raise
+
+
+def _api(cluster: Cluster) -> Api:
+    return Api(cluster.server, cluster.ca_file, cluster.token)
+
+
+def _apply_olm_crds(cluster: Cluster, say: Progress) -> list[str]:
+    from olmtool.olm.crdfiles import olm_crds  # the packaged files; no schemas imported
+
+    say("installing OLM's API (operators.coreos.com CRDs)")
+    return apply_crds(_api(cluster), olm_crds())
+
+
+def _install_olm_crds(cluster: Cluster, say: Progress, timeout: float) -> None:
+    names = _apply_olm_crds(cluster, say)
+    wait_established(_api(cluster), names, timeout)
 
 
 def _record(cluster: Cluster, plane: ControlPlane) -> None:
@@ -376,6 +403,7 @@ class ClusterStatus:
     healthy: bool  # the apiserver runs and answers /readyz
     node: str | None
     node_ready: bool
+    olm_crds: list[str] = field(default_factory=list)  # Established operators.coreos.com CRDs
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -387,6 +415,7 @@ class ClusterStatus:
             "apiserver": "healthy" if self.healthy else "down",
             "node": self.node,
             "nodeReady": self.node_ready,
+            "olmCRDs": self.olm_crds,
         }
 
 
@@ -404,7 +433,15 @@ def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> ClusterStat
         healthy,
         cluster.node,
         healthy and node_ready(cluster),
+        _olm_crds_or_none(cluster) if healthy else [],
     )
+
+
+def _olm_crds_or_none(cluster: Cluster) -> list[str]:
+    try:
+        return established_olm_crds(_api(cluster))
+    except OlmtoolError:  # status reports; it does not fail on a flaky apiserver
+        return []
 
 
 def _start_time(pid: int) -> int | None:

@@ -1,0 +1,78 @@
+"""``cluster up`` installs OLM's API (the ``operators.coreos.com`` CRDs) unless
+``--no-olm``; ``cluster status`` reports the Established ones.
+
+Each test prints how long ``up`` took (``-s`` shows it): the CRDs are applied right after
+the apiserver answers and waited for last, so they should add well under a second.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from olmtool.cluster import local
+from olmtool.cluster.olmcrds import CRDS, Api, established
+from olmtool.olm.crdfiles import olm_crds
+from tests.catalog.test_cli_validate import cli
+
+NAMES = sorted(crd["metadata"]["name"] for crd in olm_crds())
+
+
+def _api(cluster: local.Cluster) -> Api:
+    return Api(cluster.server, cluster.ca_file, cluster.token)
+
+
+def _up(root: Path, name: str, assets: Path, **options: bool) -> local.Cluster:
+    started = time.monotonic()
+    cluster = local.up(name, root=root, assets=assets, registry_port=None, node=False, **options)
+    print(f"\ncluster up {options or ''}: {time.monotonic() - started:.2f}s")
+    return cluster
+
+
+def test_up_installs_olm_crds_established(kube_assets: Path, tmp_path: Path) -> None:
+    cluster = _up(tmp_path, "olm", kube_assets)
+    try:
+        api = _api(cluster)
+        for name in NAMES:
+            assert established(api.request("GET", f"{CRDS}/{name}")), name
+        served = api.request("GET", "/apis/operators.coreos.com/v1alpha1")
+        kinds = {r["kind"] for r in served["resources"] if "/" not in r["name"]}
+        assert kinds == {"CatalogSource", "ClusterServiceVersion", "InstallPlan", "Subscription"}
+        status = local.status("olm", root=tmp_path)
+        assert status.olm_crds == NAMES == status.as_dict()["olmCRDs"]
+        # A Subscription is stored with every field, the initialisms included.
+        path = "/apis/operators.coreos.com/v1alpha1/namespaces/default/subscriptions"
+        spec = {"source": "c", "sourceNamespace": "olm", "name": "p", "startingCSV": "p.v1"}
+        body = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+                "metadata": {"name": "p"}, "spec": spec}  # fmt: skip
+        assert api.request("POST", path, body)["spec"] == spec
+        # `up` again on the running cluster re-applies them (a no-op) and changes nothing.
+        again = local.up("olm", root=tmp_path, assets=kube_assets, registry_port=None, node=False)
+        assert again.server == cluster.server
+        assert api.request("GET", f"{path}/p")["spec"] == spec
+    finally:
+        local.down("olm", root=tmp_path, delete=True)
+
+
+def test_no_olm_installs_none(
+    kube_assets: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the CLI: ``up --no-olm``, then ``status -o json`` reports no OLM CRDs."""
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
+    monkeypatch.setenv("KUBEBUILDER_ASSETS", str(kube_assets))
+    started = time.monotonic()
+    up = cli(
+        "cluster", "up", "--name", "bare", "--no-olm", "--no-node", "--no-registry", "-o", "json"
+    )
+    print(f"\ncluster up --no-olm: {time.monotonic() - started:.2f}s")
+    try:
+        assert up.returncode == 0, (up.error, up.exception)
+        cluster = local.require_cluster("bare")
+        assert _api(cluster).request("GET", CRDS)["items"] == []
+        status = cli("cluster", "status", "--name", "bare", "-o", "json")
+        assert json.loads(status.stdout)["olmCRDs"] == []
+    finally:
+        local.down("bare", delete=True)
