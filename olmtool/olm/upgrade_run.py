@@ -179,8 +179,24 @@ def run_upgrade(
             run.hops.append(Hop(run.reached, target, time.monotonic() - hop_started))
             run.reached = target
     except (InstallFailed, AssertionError) as exc:
-        run.failure = str(exc)
+        run.failure = f"{exc}; {_situation(kube, namespace, package)}"
     return run
+
+
+def _situation(kube: Any, namespace: str, package: str) -> str:
+    """The Subscription's state and the namespace's InstallPlans, for a failure message."""
+    sub = kube.get_or_none(f"{OPERATORS}/namespaces/{namespace}/subscriptions/{package}") or {}
+    status = sub.get("status") or {}
+    plans = kube.get(f"{OPERATORS}/namespaces/{namespace}/installplans").get("items", [])
+    shown = [
+        f"{p['metadata']['name']} {(p.get('status') or {}).get('phase')} "
+        f"approved={p['spec'].get('approved')} {p['spec'].get('clusterServiceVersionNames')}"
+        for p in plans
+    ]
+    return (
+        f"subscription state={status.get('state')} currentCSV={status.get('currentCSV')} "
+        f"installedCSV={status.get('installedCSV')}; install plans: {'; '.join(shown)}"
+    )
 
 
 def _create_examples(kube: Any, csv: JSON, namespace: str, timeout: float) -> list[JSON]:

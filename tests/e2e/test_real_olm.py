@@ -126,6 +126,9 @@ def olm(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         f"-namespace={namespace}",
         "-configmapServerImage=quay.io/operator-framework/configmap-operator-registry:latest",
         "-util-image=quay.io/operator-framework/olm:v0.18.3",
+        # resync every 10 s (default 15 min): a Subscription installed through startingCSV
+        # is offered its upgrade at the next resync, not when its install completes
+        "-interval=10s",
     ]
     with (
         _process(olm_argv, logs / "olm.log", {"KUBECONFIG": kubeconfig}),
