@@ -16,25 +16,19 @@ from olmtool.actions.install import install, uninstall
 from olmtool.olm.subscribe import InstallFailed
 from tests.e2e import test_real_olm as real
 from tests.e2e.helpers import Cluster
-from tests.e2e.test_etcd_operator import push_operator_images
 
 pytestmark = real.pytestmark
 # real OLM's processes and the catalog server, shared with test_real_olm's fixtures
 olm = real.olm
 catalog_address = real.catalog_address
+operator_ready = real.operator_ready
 
 OPERATORS = "/apis/operators.coreos.com/v1alpha1"
 
 
 @pytest.fixture(scope="module")
-def ready(cluster: Cluster, olm: str) -> Cluster:
-    if cluster.registry is None:
-        pytest.skip(
-            "docker-registry is not installed (make tools): no registry for the operator image"
-        )
-    push_operator_images(cluster.registry)
-    real._install_monitoring_crds(cluster.kube)
-    return cluster
+def ready(operator_ready: Cluster) -> Cluster:
+    return operator_ready
 
 
 def test_install_a_version_with_manual_approval_then_uninstall(

@@ -373,3 +373,18 @@ def _csv_phase(kube: Kube, namespace: str, name: str) -> str | None:
         f"{OPERATORS}/v1alpha1/namespaces/{namespace}/clusterserviceversions/{name}"
     )
     return ((csv or {}).get("status") or {}).get("phase")
+
+
+@pytest.fixture(scope="module")
+def operator_ready(cluster: Cluster, olm: str) -> Cluster:
+    """The cluster with real OLM running, the operator images in its registry and the
+    monitoring CRDs the bundle needs: installs through OLM reach Succeeded."""
+    if cluster.registry is None:
+        pytest.skip(
+            "docker-registry is not installed (make tools): no registry for the operator image"
+        )
+    from tests.e2e.test_etcd_operator import push_operator_images
+
+    push_operator_images(cluster.registry)
+    _install_monitoring_crds(cluster.kube)
+    return cluster

@@ -13,26 +13,20 @@ from olmtool.olm.upgrade_run import run_upgrade
 from tests.e2e import etcd_env
 from tests.e2e import test_real_olm as real
 from tests.e2e.helpers import Cluster
-from tests.e2e.test_etcd_operator import push_operator_images
 
 pytestmark = real.pytestmark
 olm = real.olm
 catalog_address = real.catalog_address
+operator_ready = real.operator_ready
 HEAD = "etcd-operator.v0.3.0"
 
 
 @pytest.fixture(scope="module")
-def ready(cluster: Cluster, olm: str) -> Cluster:
-    if cluster.registry is None:
-        pytest.skip(
-            "docker-registry is not installed (make tools): no registry for the operator image"
-        )
-    push_operator_images(cluster.registry)
-    real._install_monitoring_crds(cluster.kube)
-    operator_dir = str(etcd_env.REPO / "operator")
+def ready(operator_ready: Cluster) -> Cluster:
+    operator_dir = str(etcd_env.REPO / "operator")  # the etcd operator's probe
     if operator_dir not in sys.path:
         sys.path.insert(0, operator_dir)
-    return cluster
+    return operator_ready
 
 
 @pytest.mark.xfail(
