@@ -80,14 +80,28 @@ def test_names_follow_olm() -> None:
     assert versions == {"v1": (True, False), "v2": (True, True)}
 
 
-def _accepted(kind: str, obj: dict[str, Any]) -> None:
+def _problems(kind: str, obj: dict[str, Any]) -> tuple[list[Any], list[Any]]:
+    """(errors, pruned paths) of ``obj`` validated against our CRD for ``kind``."""
     report = validate_object(_crd(kind), obj)
-    assert report.errors == []
-    assert report.pruned == []
+    return list(report.errors), list(report.pruned)
+
+
+def test_a_field_our_schema_lacks_is_reported_as_pruned() -> None:
+    """The check the tests below rely on: a misspelt field (the generator once wrote
+    ``startingCsv``) shows up as pruned."""
+    sub = {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": "x"},
+        "spec": {"name": "x", "startingCsv": "y"},
+    }
+    errors, pruned = _problems("Subscription", sub)
+    assert errors == []
+    assert pruned, "a field outside the schema must be reported as pruned"
 
 
 def test_a_subscription_as_olm_writes_it_keeps_every_field() -> None:
-    _accepted("Subscription", {
+    errors, pruned = _problems("Subscription", {
         "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
         "metadata": {"name": "etcd"},
         "spec": {
@@ -111,10 +125,12 @@ def test_a_subscription_as_olm_writes_it_keeps_every_field() -> None:
                             "reason": "AllCatalogSourcesHealthy", "lastTransitionTime": TIME}],
         },
     })  # fmt: skip
+    assert errors == []
+    assert pruned == []
 
 
 def test_an_installplan_as_olm_writes_it_keeps_every_field() -> None:
-    _accepted("InstallPlan", {
+    errors, pruned = _problems("InstallPlan", {
         "apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
         "metadata": {"name": "install-abcde"},
         "spec": {"clusterServiceVersionNames": ["etcd.v0.1.0"], "approval": "Automatic",
@@ -132,6 +148,8 @@ def test_an_installplan_as_olm_writes_it_keeps_every_field() -> None:
                                "conditions": [{"type": "BundleLookupPending", "status": "True"}]}],
         },
     })  # fmt: skip
+    assert errors == []
+    assert pruned == []
 
 
 @pytest.mark.parametrize("version", ["0.1.0", "0.2.0", "0.3.0"])
@@ -149,7 +167,9 @@ def test_the_etcd_operator_csvs_keep_every_field(version: str) -> None:
                                                "version": "v1", "kind": "PolicyRule",
                                                "status": "Satisfied", "message": "m"}]}],
     }  # fmt: skip
-    _accepted("ClusterServiceVersion", csv)
+    errors, pruned = _problems("ClusterServiceVersion", csv)
+    assert errors == []
+    assert pruned == []
 
 
 def test_operatorgroup_status_and_a_served_old_version() -> None:
@@ -158,8 +178,9 @@ def test_operatorgroup_status_and_a_served_old_version() -> None:
         "spec": {"targetNamespaces": ["a"], "serviceAccountName": "sa"},
         "status": {"namespaces": ["a"], "lastUpdated": TIME},
     }  # fmt: skip
-    _accepted("OperatorGroup", {"apiVersion": "operators.coreos.com/v1", **group})
-    _accepted("OperatorGroup", {"apiVersion": "operators.coreos.com/v1alpha2", **group})
+    for version in ("v1", "v1alpha2"):
+        api_version = f"operators.coreos.com/{version}"
+        assert _problems("OperatorGroup", {"apiVersion": api_version, **group}) == ([], [])
     twice = {
         **group,
         "apiVersion": "operators.coreos.com/v1",
