@@ -93,7 +93,7 @@ def test_a_field_our_schema_lacks_is_reported_as_pruned() -> None:
         "apiVersion": "operators.coreos.com/v1alpha1",
         "kind": "Subscription",
         "metadata": {"name": "x"},
-        "spec": {"name": "x", "startingCsv": "y"},
+        "spec": {"name": "x", "source": "c", "sourceNamespace": "olm", "startingCsv": "y"},
     }
     errors, pruned = _problems("Subscription", sub)
     assert errors == []
