@@ -12,7 +12,6 @@ image; the CatalogSource is ``<package>-catalog`` in the install namespace.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,15 +27,12 @@ from olmtool.olm import (
     CatalogSourceUnavailable,
     InstallMode,
     SubscriptionSpec,
-    ensure_catalog_source,
-    ensure_operator_group,
-    ensure_subscription,
     fetch_config,
     follow,
+    is_registry_address,
+    subscribe,
 )
 from olmtool.olm import uninstall as remove_operator
-
-_ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d+$")
 
 
 @dataclass
@@ -75,7 +71,7 @@ def resolve_kubeconfig(kubeconfig: Path | None) -> Path:
 
 def _catalog_kind(catalog: str) -> tuple[str, str]:
     """("address", host:port) or ("image", reference)."""
-    if _ADDRESS.match(catalog) and "/" not in catalog:
+    if is_registry_address(catalog):
         return "address", catalog
     try:
         parse_reference(catalog)
@@ -114,11 +110,6 @@ def _starting_csv(address: str | None, package: str, channel: str, version: str)
     )
 
 
-def _ensure_namespace(kube: Kube, namespace: str) -> None:
-    if kube.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
-        kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-
-
 def install(
     package: str,
     *,
@@ -143,13 +134,10 @@ def install(
     starting = _starting_csv(source if kind == "address" else None, package, channel, version)
     started = time.monotonic()
     kube = Kube(resolve_kubeconfig(kubeconfig))
+    name = f"{package}-catalog"
     try:
-        _ensure_namespace(kube, namespace)
-        name = f"{package}-catalog"
-        ensure_catalog_source(kube, namespace, name, **{kind: source})
-        group = ensure_operator_group(kube, namespace, mode)
         spec = SubscriptionSpec(package, name, namespace, channel, starting, approval)
-        ensure_subscription(kube, namespace, spec)
+        group = subscribe(kube, namespace, spec, mode, **{kind: source})
         followed = follow(
             kube, namespace, package, target_csv=starting, timeout=timeout, on_change=progress
         )

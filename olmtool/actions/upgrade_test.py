@@ -13,14 +13,11 @@ Installing and upgrading for real, hop by hop, comes with the OLM engine.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from olmtool.catalog import load_catalog_strict
 from olmtool.errors import ArgumentError
-from olmtool.olm import UpgradePlan, fetch_config, upgrade_plan
-
-_ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]]+:\d+$")
+from olmtool.olm import UpgradePlan, fetch_config, is_registry_address, upgrade_plan
 
 
 def upgrade_test(catalog: str | Path, package: str, channel: str | None = None) -> UpgradePlan:
@@ -28,7 +25,7 @@ def upgrade_test(catalog: str | Path, package: str, channel: str | None = None) 
     text = str(catalog)
     if Path(text).is_dir():
         config = load_catalog_strict(Path(text))
-    elif _ADDRESS.match(text):
+    elif is_registry_address(text):
         config = fetch_config(text)
     else:
         raise ArgumentError(

@@ -25,6 +25,7 @@ from olmtool.olm.source import (
     Connection,
     fetch_config,
     fetch_manifests,
+    is_registry_address,
     probe,
 )
 from olmtool.olm.subscribe import (
@@ -35,6 +36,7 @@ from olmtool.olm.subscribe import (
     ensure_operator_group,
     ensure_subscription,
     follow,
+    subscribe,
     uninstall,
 )
 
@@ -63,8 +65,10 @@ __all__ = [
     "fetch_config",
     "fetch_manifests",
     "follow",
+    "is_registry_address",
     "probe",
     "resolve_namespace",
+    "subscribe",
     "uninstall",
     "upgrade_plan",
 ]

@@ -158,6 +158,29 @@ def ensure_subscription(kube: Any, namespace: str, spec: SubscriptionSpec) -> JS
     return kube.create(_path(namespace, "subscriptions"), spec.body())
 
 
+def subscribe(
+    kube: Any,
+    namespace: str,
+    spec: SubscriptionSpec,
+    mode: InstallMode,
+    *,
+    address: str = "",
+    image: str = "",
+) -> JSON:
+    """The namespace, its CatalogSource (``spec.source``), its OperatorGroup for ``mode``
+    and the Subscription, each created when missing; returns the OperatorGroup."""
+    if kube.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
+        kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
+    ensure_catalog_source(kube, namespace, spec.source, address=address, image=image)
+    group = ensure_operator_group(kube, namespace, mode)
+    ensure_subscription(kube, namespace, spec)
+    return group
+
+
+def label_selector(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in labels.items())
+
+
 # -- following the install ---------------------------------------------------------------
 
 
@@ -341,7 +364,7 @@ def uninstall(kube: Any, namespace: str, package: str, *, delete_crds: bool = Fa
             if kube.get_or_none(path):
                 kube.delete(path)
                 removed.append(f"CustomResourceDefinition {crd}")
-    selector = ",".join(f"{k}={v}" for k, v in CREATED_BY.items())
+    selector = label_selector(CREATED_BY)
     for plural, version in (("catalogsources", "v1alpha1"), ("operatorgroups", "v1")):
         for item in kube.get(_path(namespace, plural, version=version), labelSelector=selector).get(
             "items", []

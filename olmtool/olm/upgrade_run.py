@@ -19,10 +19,8 @@ from olmtool.olm.subscribe import (
     InstallFailed,
     InstallMode,
     SubscriptionSpec,
-    ensure_catalog_source,
-    ensure_operator_group,
-    ensure_subscription,
     follow,
+    subscribe,
 )
 
 JSON = dict[str, Any]
@@ -136,13 +134,9 @@ def run_upgrade(
     say = on_change or (lambda _line: None)
     run = UpgradeRun(package, start_csv, start_csv)
     started = time.monotonic()
-    source = f"{package}-catalog"
-    if kube.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
-        kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    ensure_catalog_source(kube, namespace, source, address=catalog_address)
-    ensure_operator_group(kube, namespace, InstallMode("OwnNamespace", (namespace,)))
-    ensure_subscription(
-        kube, namespace, SubscriptionSpec(package, source, namespace, channel, start_csv, "Manual")
+    spec = SubscriptionSpec(package, f"{package}-catalog", namespace, channel, start_csv, "Manual")
+    subscribe(
+        kube, namespace, spec, InstallMode("OwnNamespace", (namespace,)), address=catalog_address
     )
     try:
         followed = follow(

@@ -174,7 +174,7 @@ async def take_final_snapshot(
         return
     kube: Kube = memo.kube
     ref = cluster_ref(body)
-    selector = ",".join(f"{k}={v}" for k, v in ref.selector().items())
+    selector = ref.label_selector()
     if not await kube.list("v1", "Pod", ref.namespace, selector):
         logger.info("no members left: no final snapshot")
         return

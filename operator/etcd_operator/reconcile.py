@@ -85,7 +85,7 @@ class World:
 async def observe(
     kube: Kube, ref: ClusterRef, spec: Mapping[str, Any], old: Mapping[str, Any]
 ) -> World:
-    selector = ",".join(f"{k}={v}" for k, v in ref.selector().items())
+    selector = ref.label_selector()
     pods_list, claims_list = await asyncio.gather(
         kube.list("v1", "Pod", ref.namespace, selector),
         kube.list("v1", "PersistentVolumeClaim", ref.namespace, selector),
@@ -256,7 +256,7 @@ async def request_backup(
 
 
 async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
-    selector = ",".join(f"{k}={v}" for k, v in ref.selector("backup").items())
+    selector = ref.label_selector("backup")
     try:
         jobs = await kube.list("batch/v1", "Job", ref.namespace, selector)
     except ApiError as exc:

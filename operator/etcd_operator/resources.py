@@ -52,6 +52,10 @@ class ClusterRef:
             "app.kubernetes.io/component": component,
         }
 
+    def label_selector(self, component: str = "member") -> str:
+        """:meth:`selector` as a list call's ``labelSelector``."""
+        return ",".join(f"{k}={v}" for k, v in self.selector(component).items())
+
     def owner(self) -> JSON:
         return {
             "apiVersion": self.api_version,

@@ -32,12 +32,9 @@ class APIResourceReference(Schema):
     version: str
 
 
-class CRDDescription(Schema):
-    """A CRD the operator owns or requires."""
+class _Described(Schema):
+    """What the console shows about an API: names, the resources it creates, descriptors."""
 
-    name: str
-    version: str
-    kind: str
     display_name: Opt[str] = None
     description: Opt[str] = None
     resources: Opt[list[APIResourceReference]] = None
@@ -46,12 +43,20 @@ class CRDDescription(Schema):
     action_descriptors: Opt[list[Descriptor]] = None
 
 
+class CRDDescription(_Described):
+    """A CRD the operator owns or requires."""
+
+    name: str
+    version: str
+    kind: str
+
+
 class CustomResourceDefinitions(Schema):
     owned: Opt[list[CRDDescription]] = None
     required: Opt[list[CRDDescription]] = None
 
 
-class APIServiceDescription(Schema):
+class APIServiceDescription(_Described):
     """An aggregated API the operator serves or requires."""
 
     name: str
@@ -60,12 +65,6 @@ class APIServiceDescription(Schema):
     kind: str
     deployment_name: Opt[str] = None
     container_port: Opt[int] = None
-    display_name: Opt[str] = None
-    description: Opt[str] = None
-    resources: Opt[list[APIResourceReference]] = None
-    spec_descriptors: Opt[list[Descriptor]] = None
-    status_descriptors: Opt[list[Descriptor]] = None
-    action_descriptors: Opt[list[Descriptor]] = None
 
 
 class APIServiceDefinitions(Schema):
