@@ -46,8 +46,18 @@ def install_crds(kube: Kube, manifests: list[JSON]) -> None:
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     for crd in (m for m in manifests if m.get("kind") == "CustomResourceDefinition"):
         url = f"{path}/{crd['metadata']['name']}"
-        if kube.get_or_none(url) is None:
+        found = kube.get_or_none(url)
+        if found is None:
             kube.create(path, crd)
+        else:  # an older release's CRD (another test installed it): update it, as OLM does
+            body = {
+                **crd,
+                "metadata": {
+                    **crd["metadata"],
+                    "resourceVersion": found["metadata"]["resourceVersion"],
+                },
+            }
+            kube.put(url, body)
         wait_for(lambda url=url: established(kube.get(url)), 30, "CRD established")
 
 
