@@ -1,0 +1,55 @@
+"""OLM's checks before it updates a CRD that already exists: no stored version may go
+away, and every existing custom resource must stay valid under the new schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from olmtool.crd import validate_object
+from olmtool.engine.objects import JSON, name_of
+
+
+class UnsafeCRDUpdate(Exception):
+    """Updating the CRD would lose data or invalidate existing objects (OLM's message)."""
+
+
+def check_update(kube: Any, existing: JSON, new: JSON) -> None:
+    """Raise UnsafeCRDUpdate with OLM's wording when ``new`` may not replace ``existing``."""
+    name = name_of(existing)
+    new_versions = {v.get("name") for v in (new.get("spec") or {}).get("versions") or []}
+    single = (new.get("spec") or {}).get("version")  # apiextensions v1beta1
+    if single:
+        new_versions.add(single)
+    for stored in (existing.get("status") or {}).get("storedVersions") or []:
+        if stored not in new_versions:
+            raise UnsafeCRDUpdate(
+                f"risk of data loss updating {name!r}: new CRD removes version {stored} "
+                "that is listed as a stored version on the existing CRD"
+            )
+    spec = existing.get("spec") or {}
+    group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
+    for version in spec.get("versions") or []:
+        if not version.get("served") or version.get("name") not in new_versions:
+            continue
+        listed = kube.get(f"/apis/{group}/{version['name']}/{plural}")
+        for item in listed.get("items", []):
+            errors = validate_object(new, item).errors
+            if errors:
+                raise UnsafeCRDUpdate(
+                    f"error validating existing CRs against new CRD's schema for {plural!r}: "
+                    f"error validating {spec.get('names', {}).get('kind')} "
+                    f"{_where(item)}: updated validation is too restrictive: {errors[0]}"
+                )
+
+
+def _where(item: JSON) -> str:
+    metadata = item.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    return f'"{namespace}/{metadata.get("name")}"' if namespace else f'"{metadata.get("name")}"'
+
+
+def established(crd: JSON) -> bool:
+    conditions = {
+        c.get("type"): c.get("status") for c in (crd.get("status") or {}).get("conditions") or []
+    }
+    return conditions.get("Established") == "True" and conditions.get("NamesAccepted") == "True"

@@ -1,0 +1,124 @@
+"""An InstallPlan's steps from a resolved bundle's manifests, in OLM v0's order.
+
+The CSV first (its ``spec.replaces`` set by the resolver), then the CRDs, then per service
+account of ``permissions`` / ``clusterPermissions`` the ServiceAccount (not ``default``),
+Role + RoleBinding and ClusterRole + ClusterRoleBinding, then the bundle's other objects
+in bundle order. Each step records its manifest as JSON, as OLM does.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from olmtool.engine.objects import JSON, name_of, short_hash, split_api_version
+from olmtool.olm.resolver import ResolvedBundle
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+UNKNOWN = "Unknown"
+
+
+def rbac_name(csv_name: str, account: str, rules: Any) -> str:
+    """``<csv>-<sa>-<hash of the rules>``, within the 63 characters names allow."""
+    suffix = short_hash(rules, 8)
+    return f"{csv_name}-{account}"[: 63 - len(suffix) - 1].rstrip("-.") + "-" + suffix
+
+
+def csv_for_install(csv: JSON, bundle: ResolvedBundle) -> JSON:
+    """The CSV as the InstallPlan creates it: no namespace, the resolver's replaces."""
+    result = copy.deepcopy(csv)
+    metadata = result.setdefault("metadata", {})
+    for key in ("namespace", "resourceVersion", "uid", "creationTimestamp"):
+        metadata.pop(key, None)
+    spec = result.setdefault("spec", {})
+    if bundle.replaces:
+        spec["replaces"] = bundle.replaces
+    else:
+        spec.pop("replaces", None)
+    return result
+
+
+def _account_steps(csv: JSON, namespaced: bool) -> list[JSON]:
+    install = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
+    key = "permissions" if namespaced else "clusterPermissions"
+    kinds = ("Role", "RoleBinding") if namespaced else ("ClusterRole", "ClusterRoleBinding")
+    objects = []
+    for permission in install.get(key) or []:
+        account = str(permission.get("serviceAccountName") or "default")
+        rules = permission.get("rules") or []
+        name = rbac_name(name_of(csv), account, rules)
+        role = {
+            "apiVersion": f"{RBAC_GROUP}/v1",
+            "kind": kinds[0],
+            "metadata": {"name": name},
+            "rules": rules,
+        }
+        binding = {
+            "apiVersion": f"{RBAC_GROUP}/v1",
+            "kind": kinds[1],
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": kinds[0], "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ""}],
+        }
+        objects.append((account, role, binding))
+    return objects
+
+
+def service_accounts(csv: JSON) -> list[str]:
+    """Every service account the CSV's permissions and deployments name, sorted."""
+    install = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
+    names = {
+        str(p.get("serviceAccountName") or "default")
+        for key in ("permissions", "clusterPermissions")
+        for p in install.get(key) or []
+    }
+    for deployment in install.get("deployments") or []:
+        template = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        names.add(str(template.get("serviceAccountName") or "default"))
+    return sorted(names)
+
+
+def build_steps(
+    bundle: ResolvedBundle, manifests: list[JSON], source: str, source_namespace: str
+) -> list[JSON]:
+    """Every step of one bundle, in the order the InstallPlan executes them."""
+    csv = next(m for m in manifests if m.get("kind") == "ClusterServiceVersion")
+    objects: list[JSON] = [csv_for_install(csv, bundle)]
+    objects += [m for m in manifests if m.get("kind") == "CustomResourceDefinition"]
+    accounts_done: set[str] = set()
+    for namespaced in (True, False):
+        for account, role, binding in _account_steps(csv, namespaced):
+            if account != "default" and account not in accounts_done:
+                accounts_done.add(account)
+                objects.append(
+                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}}
+                )
+            objects += [role, binding]
+    objects += [
+        m
+        for m in manifests
+        if m.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")
+    ]
+    return [_step(bundle.name, obj, source, source_namespace) for obj in objects]
+
+
+def _step(resolving: str, obj: JSON, source: str, source_namespace: str) -> JSON:
+    group, version = split_api_version(str(obj.get("apiVersion", "")))
+    return {
+        "resolving": resolving,
+        "resource": {
+            "group": group,
+            "version": version,
+            "kind": str(obj.get("kind", "")),
+            "name": name_of(obj),
+            "manifest": json.dumps(obj, sort_keys=True, separators=(",", ":")),
+            "sourceName": source,
+            "sourceNamespace": source_namespace,
+        },
+        "status": UNKNOWN,
+    }
+
+
+def step_object(step: JSON) -> JSON:
+    return json.loads(step["resource"]["manifest"])

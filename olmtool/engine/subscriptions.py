@@ -1,0 +1,443 @@
+"""Subscriptions: resolve each namespace, create its InstallPlan, keep the status current.
+
+One resolution per namespace (:func:`olmtool.olm.resolver.resolve_namespace`) over the
+CatalogSources the namespace sees (its own and the global namespace's). What it installs
+becomes one InstallPlan for all CSVs at once (Manual if any Subscription there is Manual),
+owned by the namespace's Subscriptions; a plan for the same CSVs is never made twice.
+Failures become the ResolutionFailed condition on every Subscription of the namespace and
+a Warning event. Subscription status follows OLM: ``currentCSV`` / ``installedCSV`` /
+``state`` (UpgradePending, AtLatestKnown, UpgradeFailed), ``installPlanRef``, conditions.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from olmtool.catalog.model import GVK
+from olmtool.engine.catalogs import Catalogs
+from olmtool.engine.objects import (
+    COPIED_FROM,
+    JSON,
+    V1ALPHA1,
+    api_message,
+    drop_condition,
+    labels_of,
+    log,
+    name_of,
+    namespace_of,
+    now,
+    owner_reference,
+    path,
+    set_condition,
+)
+from olmtool.engine.steps import build_steps
+from olmtool.errors import OlmtoolError
+from olmtool.olm import resolver
+from olmtool.olm.source import CatalogSourceUnavailable
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+@dataclass
+class Namespace:
+    """What one namespace holds, as read this round."""
+
+    name: str
+    subscriptions: list[JSON]
+    csvs: list[JSON]
+    plans: list[JSON]
+
+
+def installed_csvs(csvs: Iterable[JSON]) -> list[resolver.InstalledCSV]:
+    """The namespace's own CSVs (not copies) as the resolver reads them."""
+    found = []
+    for csv in csvs:
+        if COPIED_FROM in labels_of(csv):
+            continue
+        spec = csv.get("spec") or {}
+        owned = ((spec.get("customresourcedefinitions") or {}).get("owned")) or []
+        provides = tuple(
+            (
+                str(o.get("name", "")).partition(".")[2],
+                str(o.get("version", "")),
+                str(o.get("kind", "")),
+            )
+            for o in owned
+        )
+        found.append(
+            resolver.InstalledCSV(name_of(csv), str(spec.get("version") or ""), "", provides)
+        )
+    return found
+
+
+class Subscriptions:
+    def __init__(self, kube: Any, catalogs: Catalogs, global_namespace: str) -> None:
+        self.kube = kube
+        self.catalogs = catalogs
+        self.global_namespace = global_namespace
+        self._warned: dict[str, str] = {}
+
+    def sync(self, namespace: Namespace, existing_apis: set[GVK]) -> None:
+        subs = sorted(namespace.subscriptions, key=name_of)
+        csv_names = {name_of(c) for c in namespace.csvs if COPIED_FROM not in labels_of(c)}
+        health = self._catalog_health(subs)
+        inputs = [self._resolver_input(sub, csv_names, namespace) for sub in subs]
+        if not all(h["healthy"] for h in health.values()) and not self._all_known(subs):
+            for sub in subs:
+                self._write(sub, self._status(sub, health, namespace.plans, None))
+            return
+        resolution = resolver.resolve_namespace(
+            namespace.name,
+            self.catalogs.visible(namespace.name, self.global_namespace),
+            inputs,
+            installed_csvs(namespace.csvs),
+            existing_apis,
+            global_namespace=self.global_namespace,
+        )
+        if resolution.failure is not None:
+            self._resolution_failed(
+                namespace, subs, health, resolution.failure.reason, resolution.failure.message
+            )
+            return
+        plan = None
+        if resolution.bundles:
+            try:
+                plan = self._plan_for(namespace, subs, resolution.bundles)
+            except (CatalogSourceUnavailable, OlmtoolError, ApiException, StopIteration) as exc:
+                message = api_message(exc) if isinstance(exc, ApiException) else str(exc)
+                self._resolution_failed(
+                    namespace, subs, health, "ErrorPreventedResolution", message
+                )
+                return
+        self._warned.pop(namespace.name, None)
+        for sub, wanted in zip(subs, inputs, strict=True):
+            bundle = resolution.next_for(name_of(sub))
+            status = self._status(sub, health, namespace.plans, plan if bundle else None)
+            status = self._with_csvs(status, wanted, bundle, csv_names)
+            self._write(sub, status)
+
+    # --- inputs -----------------------------------------------------------------------------
+
+    def _resolver_input(
+        self, sub: JSON, csv_names: set[str], namespace: Namespace
+    ) -> resolver.Subscription:
+        spec = sub.get("spec") or {}
+        status = sub.get("status") or {}
+        installed = status.get("installedCSV") or ""
+        current = status.get("currentCSV") or ""
+        if not installed and current in csv_names:
+            installed = current  # the CSV exists: OLM records it as installed
+        if installed and installed not in csv_names:
+            installed = ""
+        if not installed and not current:
+            installed = self._adoptable(spec, csv_names)
+        return resolver.Subscription(
+            name=name_of(sub),
+            package=str(spec.get("name") or ""),
+            source=str(spec.get("source") or ""),
+            source_namespace=str(spec.get("sourceNamespace") or namespace.name),
+            channel=str(spec.get("channel") or ""),
+            starting_csv=str(spec.get("startingCSV") or ""),
+            installed_csv=installed,
+        )
+
+    def _adoptable(self, spec: JSON, csv_names: set[str]) -> str:
+        """A CSV already in the namespace that is a bundle of the Subscription's package."""
+        state = self.catalogs.state_of(
+            str(spec.get("sourceNamespace") or ""), str(spec.get("source") or "")
+        )
+        if state is None or state.config is None:
+            return ""
+        names = {b.name for b in state.config.bundles if b.package == spec.get("name")}
+        matches = sorted(names & csv_names)
+        return matches[-1] if matches else ""
+
+    def _catalog_health(self, subs: list[JSON]) -> dict[tuple[str, str], JSON]:
+        health = {}
+        for sub in subs:
+            spec = sub.get("spec") or {}
+            key = (
+                str(spec.get("sourceNamespace") or namespace_of(sub)),
+                str(spec.get("source") or ""),
+            )
+            state = self.catalogs.state_of(*key)
+            health[key] = {
+                "catalogSourceRef": {
+                    "apiVersion": "operators.coreos.com/v1alpha1",
+                    "kind": "CatalogSource",
+                    "name": key[1],
+                    "namespace": key[0],
+                },
+                "healthy": bool(state is not None and state.usable and state.state == "READY"),
+            }
+        return health
+
+    def _all_known(self, subs: list[JSON]) -> bool:
+        """Every Subscription's catalog has been read at least once (resolution can run)."""
+        for sub in subs:
+            spec = sub.get("spec") or {}
+            state = self.catalogs.state_of(
+                str(spec.get("sourceNamespace") or namespace_of(sub)), str(spec.get("source") or "")
+            )
+            if state is None or not state.usable:
+                return False
+        return True
+
+    # --- InstallPlans ----------------------------------------------------------------------
+
+    def _plan_for(
+        self, namespace: Namespace, subs: list[JSON], bundles: list[resolver.ResolvedBundle]
+    ) -> JSON:
+        names = sorted(b.name for b in bundles)
+        for plan in namespace.plans:
+            if sorted((plan.get("spec") or {}).get("clusterServiceVersionNames") or []) == names:
+                return plan
+        steps = []
+        for bundle in bundles:
+            manifests = self.catalogs.manifests(bundle.catalog_namespace, bundle.catalog, bundle)
+            steps += build_steps(bundle, manifests, bundle.catalog, bundle.catalog_namespace)
+        manual = any((s.get("spec") or {}).get("installPlanApproval") == "Manual" for s in subs)
+        first = bundles[0]
+        body = {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "InstallPlan",
+            "metadata": {
+                "name": "install-" + "".join(secrets.choice(_ALPHABET) for _ in range(5)),
+                "namespace": namespace.name,
+                "ownerReferences": [owner_reference(s) for s in subs],
+                "labels": {
+                    f"operators.coreos.com/{b.package}.{namespace.name}": "" for b in bundles
+                },
+            },
+            "spec": {
+                "approval": "Manual" if manual else "Automatic",
+                "approved": not manual,
+                "clusterServiceVersionNames": names,
+                "generation": len(namespace.plans) + 1,
+                "source": first.catalog,
+                "sourceNamespace": first.catalog_namespace,
+            },
+        }
+        created = self.kube.create(path(V1ALPHA1, "installplans", namespace.name), body)
+        catalogs = sorted({b.catalog for b in bundles})
+        created["status"] = {
+            "phase": "RequiresApproval" if manual else "Installing",
+            "catalogSources": catalogs,
+            "plan": steps,
+            "conditions": [],
+        }
+        created = self.kube.put(
+            path(V1ALPHA1, "installplans", namespace.name, name_of(created)) + "/status", created
+        )
+        namespace.plans.append(created)
+        log.info(
+            "InstallPlan %s/%s for %s (%s)",
+            namespace.name,
+            name_of(created),
+            ", ".join(names),
+            body["spec"]["approval"],
+        )
+        return created
+
+    # --- status ----------------------------------------------------------------------------
+
+    def _status(
+        self, sub: JSON, health: dict[tuple[str, str], JSON], plans: list[JSON], plan: JSON | None
+    ) -> JSON:
+        status = copy.deepcopy(sub.get("status") or {})
+        conditions = status.get("conditions") or []
+        status["catalogHealth"] = [
+            {**h, "lastUpdated": _kept_time(status, h)} for h in health.values()
+        ]
+        unhealthy = [h for h in health.values() if not h["healthy"]]
+        conditions = set_condition(
+            conditions,
+            {
+                "type": "CatalogSourcesUnhealthy",
+                "status": "True" if unhealthy else "False",
+                "reason": "UnhealthyCatalogSourceFound"
+                if unhealthy
+                else "AllCatalogSourcesHealthy",
+                "message": "targeted catalogsource "
+                + ", ".join(
+                    f"{h['catalogSourceRef']['namespace']}/{h['catalogSourceRef']['name']}"
+                    for h in unhealthy
+                )
+                + " unhealthy"
+                if unhealthy
+                else "all available catalogsources are healthy",
+            },
+        )
+        status["conditions"] = drop_condition(conditions, "ResolutionFailed")
+        if plan is None:
+            ref = (status.get("installPlanRef") or {}).get("name")
+            plan = next((p for p in plans if name_of(p) == ref), None) if ref else None
+            if plan is not None and (plan.get("status") or {}).get("phase") == "Complete":
+                plan = None
+        if plan is not None:
+            status["installPlanRef"] = {
+                "apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "InstallPlan",
+                "name": name_of(plan),
+                "namespace": namespace_of(plan),
+                "resourceVersion": plan["metadata"].get("resourceVersion", ""),
+                "uid": plan["metadata"]["uid"],
+            }
+            status["installplan"] = {
+                "apiVersion": "operators.coreos.com/v1alpha1",
+                "kind": "InstallPlan",
+                "name": name_of(plan),
+                "uuid": plan["metadata"]["uid"],
+            }
+            status["installPlanGeneration"] = (plan.get("spec") or {}).get("generation", 1)
+        status["conditions"] = _plan_conditions(status["conditions"], plan)
+        return status
+
+    def _with_csvs(
+        self,
+        status: JSON,
+        wanted: resolver.Subscription,
+        bundle: resolver.ResolvedBundle | None,
+        csv_names: set[str],
+    ) -> JSON:
+        installed = wanted.installed_csv
+        if installed:
+            status["installedCSV"] = installed
+        else:
+            status.pop("installedCSV", None)
+        failed = any(
+            c.get("type") == "InstallPlanFailed" and c.get("status") == "True"
+            for c in status["conditions"]
+        )
+        if bundle is not None:
+            status["currentCSV"] = bundle.name
+            status["state"] = "UpgradeFailed" if failed else "UpgradePending"
+        elif installed:
+            status["currentCSV"] = installed
+            status["state"] = "AtLatestKnown"
+        return status
+
+    def _resolution_failed(
+        self,
+        namespace: Namespace,
+        subs: list[JSON],
+        health: dict[tuple[str, str], JSON],
+        reason: str,
+        message: str,
+    ) -> None:
+        for sub in subs:
+            status = self._status(sub, health, namespace.plans, None)
+            status["conditions"] = set_condition(
+                status["conditions"],
+                {
+                    "type": "ResolutionFailed",
+                    "status": "True",
+                    "reason": reason,
+                    "message": message,
+                },
+            )
+            self._write(sub, status)
+        if self._warned.get(namespace.name) != message:
+            self._warned[namespace.name] = message
+            log.warning("resolution failed in %s: %s", namespace.name, message)
+            self._event(namespace.name, reason, message)
+
+    def _event(self, namespace: str, reason: str, message: str) -> None:
+        stamp = now()
+        body = {
+            "metadata": {"generateName": f"{namespace}.", "namespace": namespace},
+            "involvedObject": {"kind": "Namespace", "name": namespace, "apiVersion": "v1"},
+            "reason": "ResolutionFailed",
+            "message": message,
+            "type": "Warning",
+            "source": {"component": "operator-lifecycle-manager"},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            self.kube.create(f"/api/v1/namespaces/{namespace}/events", body)
+        except ApiException as exc:
+            log.debug("event for %s not written: %s (%s)", namespace, api_message(exc), reason)
+
+    def _write(self, sub: JSON, status: JSON) -> None:
+        old = sub.get("status") or {}
+        if _comparable(old) == _comparable(status):
+            return
+        status["lastUpdated"] = now()
+        body = {**sub, "status": status}
+        try:
+            self.kube.put(
+                path(V1ALPHA1, "subscriptions", namespace_of(sub), name_of(sub)) + "/status", body
+            )
+        except ApiException as exc:
+            if exc.status != 409:  # changed meanwhile: the next round writes again
+                raise
+
+
+def _plan_conditions(conditions: list[JSON], plan: JSON | None) -> list[JSON]:
+    conditions = drop_condition(
+        drop_condition(conditions, "InstallPlanPending"), "InstallPlanFailed"
+    )
+    if plan is None:
+        return conditions
+    phase = (plan.get("status") or {}).get("phase", "")
+    if phase in ("RequiresApproval", "Installing", "Planning", ""):
+        return set_condition(
+            conditions,
+            {"type": "InstallPlanPending", "status": "True", "reason": phase or "Installing"},
+        )
+    if phase == "Failed":
+        installed = next(
+            (
+                c
+                for c in (plan.get("status") or {}).get("conditions") or []
+                if c.get("type") == "Installed"
+            ),
+            {},
+        )
+        return set_condition(
+            conditions,
+            {
+                "type": "InstallPlanFailed",
+                "status": "True",
+                "reason": installed.get("reason", "InstallComponentFailed"),
+                "message": installed.get("message", (plan.get("status") or {}).get("message", "")),
+            },
+        )
+    return conditions
+
+
+def _kept_time(status: JSON, health: JSON) -> str:
+    for old in status.get("catalogHealth") or []:
+        if (
+            old.get("catalogSourceRef") == health["catalogSourceRef"]
+            and old.get("healthy") == health["healthy"]
+        ):
+            return str(old.get("lastUpdated") or now())
+    return now()
+
+
+def _comparable(status: JSON) -> JSON:
+    """A status without its timestamps (a write only when something else changed)."""
+    view = {k: v for k, v in status.items() if k != "lastUpdated"}
+    view["conditions"] = [
+        {k: v for k, v in c.items() if k not in ("lastTransitionTime", "lastUpdateTime")}
+        for c in status.get("conditions") or []
+    ]
+    view["catalogHealth"] = [
+        {k: v for k, v in h.items() if k != "lastUpdated"}
+        for h in status.get("catalogHealth") or []
+    ]
+    if "installPlanRef" in view:
+        view["installPlanRef"] = {
+            k: v for k, v in view["installPlanRef"].items() if k != "resourceVersion"
+        }
+    return view
