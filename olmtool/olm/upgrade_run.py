@@ -18,6 +18,7 @@ channel installs, but is never offered an upgrade.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -75,6 +76,8 @@ class UpgradeRun:
     failure: str | None = None
     channel: str = ""
     namespace: str = ""
+    # API paths of the examples the run created (deleted first when cleaning up)
+    created: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -179,7 +182,7 @@ def run_upgrade(
             kube, namespace, package, target_csv=start_csv, timeout=timeout, on_change=say
         )
         _wait(lambda: _deployments_ready(kube, followed.csv, namespace), timeout, "the Deployments")
-        resources = _create_examples(kube, followed.csv, namespace, timeout)
+        resources = _create_examples(kube, followed.csv, namespace, timeout, run.created)
         _probe(probe, "write", kube, namespace, resources)
         run.install_seconds = time.monotonic() - started
         say(f"{start_csv} installed, {len(resources)} example(s) ready")
@@ -284,14 +287,18 @@ def _situation(kube: Any, namespace: str, package: str) -> str:
     )
 
 
-def _create_examples(kube: Any, csv: JSON, namespace: str, timeout: float) -> list[JSON]:
+def _create_examples(
+    kube: Any, csv: JSON, namespace: str, timeout: float, created: list[str]
+) -> list[JSON]:
     resources = []
     for example in _examples(csv):
         path = _plural_path(csv, example, namespace)
         body = {**example, "metadata": {**example.get("metadata", {}), "namespace": namespace}}
-        if kube.get_or_none(f"{path}/{body['metadata']['name']}") is None:
+        item = f"{path}/{body['metadata']['name']}"
+        if kube.get_or_none(item) is None:
             kube.create(path, body)
-        resources.append({**body, "_path": f"{path}/{body['metadata']['name']}"})
+            created.append(item)
+        resources.append({**body, "_path": item})
     for resource in resources:
         _wait(
             lambda r=resource: _ready(kube.get(r["_path"])),
@@ -299,3 +306,21 @@ def _create_examples(kube: Any, csv: JSON, namespace: str, timeout: float) -> li
             f"{resource['kind']} {resource['metadata']['name']} ready",
         )
     return resources
+
+
+def clean_up(kube: Any, run: UpgradeRun, timeout: float = 120.0) -> bool:
+    """Delete the run's examples, waiting (up to ``timeout``) while the operator still
+    runs to process their finalizers, then its namespace; whether the examples went."""
+    for path in run.created:
+        with contextlib.suppress(ApiException):
+            kube.delete(path)
+    deadline = time.monotonic() + timeout
+    gone = False
+    while time.monotonic() < deadline:
+        gone = all(kube.get_or_none(path) is None for path in run.created)
+        if gone:
+            break
+        time.sleep(0.5)
+    with contextlib.suppress(ApiException):
+        kube.delete(f"/api/v1/namespaces/{run.namespace}")
+    return gone

@@ -9,12 +9,17 @@ checks an installed CSV for a replacement in ``sub.Spec.Channel`` literally, and
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from olmtool.cli import app
 from olmtool.olm import InstallMode, SubscriptionSpec, follow, subscribe
 from olmtool.olm.upgrade_run import OPERATORS, run_upgrade
 from tests.e2e import etcd_env
@@ -86,3 +91,40 @@ def test_without_a_channel_no_upgrade_is_offered(
         time.sleep(2)
     status = kube.get(f"{OPERATORS}/namespaces/{namespace}/subscriptions/etcd-operator")["status"]
     assert (status["state"], status["installedCSV"]) == ("AtLatestKnown", start)
+
+
+def test_test_upgrade_all_upgrades_every_release_and_writes_junit(
+    ready: Cluster, olm: str, tmp_path: Path
+) -> None:
+    """``olmtool test upgrade --all`` with a catalog directory (served from the process on
+    loopback), the etcd probe and a JUnit report; the CRDs are reset first (earlier tests
+    left the head's CRD, whose stored v1beta1 the 0.1.0 release cannot keep)."""
+    catalog = real._inline_catalog(tmp_path / "catalog" / "etcd-operator")
+    junit = tmp_path / "upgrade.xml"
+    args = ["test", "upgrade", "--catalog", str(catalog.parent), "--package", "etcd-operator"]
+    args += ["--all", "--kubeconfig", str(ready.kubeconfig), "--junit", str(junit)]
+    args += [
+        "--probe",
+        "etcd_operator.probe:EtcdProbe",
+        "--probe-path",
+        str(etcd_env.REPO / "operator"),
+    ]
+    args += ["--reset-crds", "--timeout", "240", "-o", "json"]
+    result = CliRunner().invoke(app, args)
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.output
+    report = json.loads(result.stdout)
+    for run in report["runs"]:
+        hops = ", ".join(f"{h['to']} {h['seconds']:.1f}s" for h in run["hops"])
+        print(f"\n{run['start']}: installed in {run['installSeconds']:.1f}s, hops {hops}")
+    assert result.exit_code == 0, report
+    assert [r["start"] for r in report["runs"]] == ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"]
+    assert all(r["matchesPlan"] for r in report["runs"])
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "0")
+    for case in suite.findall("testcase"):
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert properties["hop.1"] == f"{case.get('name')} -> {HEAD}"
+        assert float(properties["hop.1.seconds"]) > 0
+        assert case.find("failure") is None
