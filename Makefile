@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate lock images proto bench bench-cluster bench-etcd lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate lock images proto bench bench-cluster bench-etcd bench-upgrade lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
 	@echo "make bench-etcd     etcd operator: create, scale, recovery and upgrade times"
+	@echo "make bench-upgrade  install and per-hop seconds of every release upgraded through OLM"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +77,9 @@ bench-cluster: install
 
 bench-etcd: install
 	$(BIN)/python benchmarks/etcd_operator_bench.py
+
+bench-upgrade: install
+	$(BIN)/python benchmarks/bench_upgrade_hop.py
 
 # The registry API stubs are generated from olmtool/serve/proto/registry.proto.
 proto: install

@@ -7,6 +7,10 @@
 Works against any cluster with OLM (``kubeconfig``, else ``$KUBECONFIG``, else the local
 cluster ``olmtool``). ``catalog`` is a registry address (``host:port``) or a catalog
 image; the CatalogSource is ``<package>-catalog`` in the install namespace.
+
+The Subscription names its channel: without ``channel``, the package's default channel
+read from the registry (for an image catalog, only when given). OLM v0 offers upgrades
+only to a Subscription with a channel (see :mod:`olmtool.olm.upgrade_run`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from olmtool.olm import (
     CatalogSourceUnavailable,
     InstallMode,
     SubscriptionSpec,
+    default_channel,
     fetch_config,
     follow,
     is_registry_address,
@@ -83,6 +88,16 @@ def _catalog_kind(catalog: str) -> tuple[str, str]:
     return "image", catalog
 
 
+def _channel(address: str | None, package: str, channel: str) -> str:
+    """``channel``, else the package's default channel when the registry answers."""
+    if channel or address is None:
+        return channel
+    try:
+        return default_channel(address, package, timeout=10)
+    except CatalogSourceUnavailable:
+        return ""
+
+
 def _starting_csv(address: str | None, package: str, channel: str, version: str) -> str:
     """The CSV name of ``version`` in the channel, read from the registry when reachable;
     otherwise OLM's naming convention ``<package>.v<version>``."""
@@ -131,6 +146,7 @@ def install(
     namespace = namespace or package
     mode = InstallMode.parse(install_mode, namespace)
     kind, source = _catalog_kind(catalog)
+    channel = _channel(source if kind == "address" else None, package, channel)
     starting = _starting_csv(source if kind == "address" else None, package, channel, version)
     started = time.monotonic()
     kube = Kube(resolve_kubeconfig(kubeconfig))

@@ -134,8 +134,11 @@ FLAGS = {
     "minimum_version": "--minimum-version",
     "name": "--name",
     "node": "--no-node",
+    "probe": "--probe",
+    "probe_path": "--probe-path",
     "registry": "--registry",
     "registry_port": "--registry-port",
+    "start": "--from/--all",
     "tags": "--tag",
     "version": "--version",
 }

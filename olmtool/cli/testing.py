@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-import typer
+from pathlib import Path
 
-from olmtool.actions.upgrade_test import upgrade_test
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stdout
+import typer
+from rich.table import Table
+
+from olmtool.actions.upgrade_test import upgrade_test, upgrade_test_dynamic
+from olmtool.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    escape,
+    exit_if,
+    stdout,
+    with_progress,
+)
+from olmtool.olm.resolver import UpgradePlan
+from olmtool.olm.upgrade_report import UpgradeReport, run_seconds
 
 app = typer.Typer(
     help="Test what OLM will do with a catalog (upgrade paths).", no_args_is_help=True
@@ -15,36 +28,130 @@ app = typer.Typer(
 @app.command("upgrade")
 def upgrade(
     catalog: str = typer.Option(
-        ..., "--catalog", help="Catalog directory or registry address host:port."
+        ...,
+        "--catalog",
+        help="Catalog directory, registry address host:port, or catalog image.",
     ),
     package: str = typer.Option(..., "--package", help="Package to check."),
     channel: str = typer.Option("", "--channel", help="Channel (default: the package's default)."),
+    start: str = typer.Option(
+        "", "--from", help="Dynamic: install this version (or CSV name) and upgrade it to the head."
+    ),
+    every: bool = typer.Option(
+        False, "--all", help="Dynamic: do it from every bundle of the channel but the head."
+    ),
+    kubeconfig: Path | None = typer.Option(
+        None, "--kubeconfig", help="Cluster with OLM (default: $KUBECONFIG, else the local one)."
+    ),
+    probe: str = typer.Option(
+        "",
+        "--probe",
+        help="The package's data probe, module:Class or DIR:module:Class (default: none).",
+    ),
+    probe_path: Path | None = typer.Option(
+        None, "--probe-path", help="Directory put first on the import path for --probe."
+    ),
+    junit: Path | None = typer.Option(
+        None, "--junit", help="Also write a JUnit XML report (one testcase per start version)."
+    ),
+    timeout: float = typer.Option(
+        300.0, "--timeout", help="Seconds to wait for each step (install, upgrade offer, hop)."
+    ),
+    reset_crds: bool = typer.Option(
+        False,
+        "--reset-crds",
+        help="Delete the package's CRDs (and all their objects) before each start version.",
+    ),
+    keep: bool = typer.Option(
+        False, "--keep", help="Keep each start version's namespace (default: deleted)."
+    ),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Check that every bundle of a channel reaches the head through OLM v0's upgrade
     rules (replaces, skips, skipRange; nearest to the head first); exit 1 when one is
     stranded, the head is unreachable, or a skipRange is wrong.
 
-    Example: olmtool test upgrade --catalog catalog --package etcd-operator
+    With --from or --all the upgrade is done for real on a cluster with OLM: each start
+    version is installed (Manual approval) with its alm-examples and the probe's data,
+    then upgraded hop by hop to the head; exit 1 when any run fails. A catalog directory
+    is served from this process on a loopback port (a local cluster only).
+
+    Examples: olmtool test upgrade --catalog catalog --package etcd-operator
+
+    olmtool test upgrade --catalog catalog --package etcd-operator --all
+    --probe operator:etcd_operator.probe:EtcdProbe --junit upgrade.xml
     """
-    plan = upgrade_test(catalog, package, channel or None)
-
-    def text() -> None:
-        stdout.print(
-            f"{escape(plan.package)} channel {escape(plan.channel)}, head {escape(plan.head or '-')}"
+    if start or every:
+        report = with_progress(
+            f"upgrading {package}",
+            upgrade_test_dynamic,
+            catalog=catalog,
+            package=package,
+            channel=channel or None,
+            start=start or None,
+            every=every,
+            kubeconfig=kubeconfig,
+            probe=probe or None,
+            probe_path=probe_path,
+            timeout=timeout,
+            reset_crds=reset_crds,
+            keep=keep,
+            junit=junit,
         )
-        for path in plan.paths:
-            hops = " -> ".join(path.hops) if path.hops else "(head)"
-            style = "green" if path.status in ("at-head", "reaches-head") else "red"
-            stdout.print(f"  [{style}]{path.status:<13}[/] {escape(path.bundle)}: {escape(hops)}")
-        for problem in plan.problems:
-            style = "red" if problem.severity == "error" else "yellow"
-            where = f" {problem.bundle}:" if problem.bundle else ""
-            stdout.print(
-                f"  [{style}]{problem.severity}[/] [{problem.kind}]{escape(where)} {escape(problem.message)}"
-            )
-        verdict = "[green]passed[/]" if plan.passed else "[red]failed[/]"
-        stdout.print(f"upgrade paths: {verdict}")
-
-    emit(plan.as_dict(), output, text)
+        emit(report.as_dict(), output, lambda: print_report(report))
+        exit_if(not report.passed)
+        return
+    plan = upgrade_test(catalog, package, channel or None)
+    emit(plan.as_dict(), output, lambda: print_plan(plan))
     exit_if(not plan.passed)
+
+
+def print_plan(plan: UpgradePlan) -> None:
+    stdout.print(
+        f"{escape(plan.package)} channel {escape(plan.channel)}, head {escape(plan.head or '-')}"
+    )
+    for path in plan.paths:
+        hops = " -> ".join(path.hops) if path.hops else "(head)"
+        style = "green" if path.status in ("at-head", "reaches-head") else "red"
+        stdout.print(f"  [{style}]{path.status:<13}[/] {escape(path.bundle)}: {escape(hops)}")
+    for problem in plan.problems:
+        style = "red" if problem.severity == "error" else "yellow"
+        where = f" {problem.bundle}:" if problem.bundle else ""
+        stdout.print(
+            f"  [{style}]{problem.severity}[/] [{problem.kind}]{escape(where)} {escape(problem.message)}"
+        )
+    verdict = "[green]passed[/]" if plan.passed else "[red]failed[/]"
+    stdout.print(f"upgrade paths: {verdict}")
+
+
+def summary_table(report: UpgradeReport) -> Table:
+    """Start version, its hops with seconds each, install seconds, total and result."""
+    table = Table(
+        title=f"{report.package} channel {report.channel} -> {report.head}", title_justify="left"
+    )
+    table.add_column("start")
+    table.add_column("install s", justify="right")
+    table.add_column("hops (s each)")
+    table.add_column("total s", justify="right")
+    table.add_column("result")
+    for run in report.runs:
+        hops = "\n".join(f"-> {escape(h.to_csv)} {h.seconds:.1f}" for h in run.hops) or "-"
+        if run.passed and not report.matches_plan(run):
+            expected = " -> ".join(report.expected_hops(run.start)) or "-"
+            hops += f"\n[yellow](static plan: {escape(expected)})[/]"
+        result = "[green]passed[/]" if run.passed else "[red]failed[/]"
+        table.add_row(
+            escape(run.start), f"{run.install_seconds:.1f}", hops, f"{run_seconds(run):.1f}", result
+        )
+    return table
+
+
+def print_report(report: UpgradeReport) -> None:
+    stdout.print(summary_table(report))
+    for run in report.failures:
+        stdout.print(f"[red]failed[/] {escape(run.start)}: {escape(run.failure or '')}")
+    verdict = "[green]passed[/]" if report.passed else "[red]failed[/]"
+    stdout.print(
+        f"upgrades: {verdict} ({len(report.runs) - len(report.failures)}/{len(report.runs)} "
+        f"start versions reached {escape(report.head)}, {report.seconds:.1f} s)"
+    )

@@ -23,6 +23,7 @@ from olmtool.olm.resolver import (
 from olmtool.olm.source import (
     CatalogSourceUnavailable,
     Connection,
+    default_channel,
     fetch_config,
     fetch_manifests,
     is_registry_address,
@@ -59,6 +60,7 @@ __all__ = [
     "SubscriptionResult",
     "SubscriptionSpec",
     "UpgradePlan",
+    "default_channel",
     "ensure_catalog_source",
     "ensure_operator_group",
     "ensure_subscription",

@@ -78,6 +78,21 @@ def fetch_config(address: str, timeout: float = 30.0) -> dc.DeclarativeConfig:
     return build_config(packages, bundles)
 
 
+def default_channel(address: str, package: str, timeout: float = 30.0) -> str:
+    """The default channel of ``package`` on the server at ``address`` (``GetPackage``),
+    waiting up to ``timeout`` seconds for a server that is still starting."""
+    request = registry_pb2.GetPackageRequest(name=package)
+    with grpc.insecure_channel(address) as channel:
+        stub = registry_pb2_grpc.RegistryStub(channel)
+        try:
+            found = stub.GetPackage(request, timeout=timeout, wait_for_ready=True)
+        except grpc.RpcError as exc:
+            raise CatalogSourceUnavailable(
+                f"registry {address}: GetPackage {package}: {exc.code().name}: {exc.details()}"
+            ) from None
+    return str(found.defaultChannelName)
+
+
 def fetch_manifests(
     address: str, package: str, channel: str, csv_name: str, timeout: float = 30.0
 ) -> list[dict[str, object]]:

@@ -5,16 +5,29 @@ ready again and the probe's data is intact.
 
 Runs against any cluster with OLM (real OLM, or olmtool's engine once it runs): only the
 ``operators.coreos.com`` API and the operator's own resources are used.
+
+The Subscription always names its channel (the package's default channel, read from the
+registry, when none is given). OLM v0 (checked on v0.18.3) looks for an upgrade of an
+installed CSV with ``FindReplacement(..., sub.Spec.Channel, ...)``, which asks the registry
+for the head of channel ``""`` and for the bundle replacing the CSV in channel ``""``:
+both fail, the Subscription is set ``AtLatestKnown``, and ``nothingToUpdate`` then skips
+every later resolution of the namespace until a CatalogSource's connection state changes
+("skipping update: no new updates to catalog since last sync"). A Subscription without a
+channel installs, but is never offered an upgrade.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kubernetes.client.exceptions import ApiException
+
+from olmtool.olm.source import CatalogSourceUnavailable, default_channel
 from olmtool.olm.subscribe import (
     InstallFailed,
     InstallMode,
@@ -41,9 +54,16 @@ class Hop:
     from_csv: str
     to_csv: str
     seconds: float
+    # of ``seconds``: until OLM offered the upgrade InstallPlan
+    offer_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
-        return {"from": self.from_csv, "to": self.to_csv, "seconds": round(self.seconds, 2)}
+        return {
+            "from": self.from_csv,
+            "to": self.to_csv,
+            "seconds": round(self.seconds, 2),
+            "offerSeconds": round(self.offer_seconds, 2),
+        }
 
 
 @dataclass
@@ -54,6 +74,10 @@ class UpgradeRun:
     install_seconds: float = 0.0
     hops: list[Hop] = field(default_factory=list)
     failure: str | None = None
+    channel: str = ""
+    namespace: str = ""
+    # API paths of the examples the run created (deleted first when cleaning up)
+    created: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -62,6 +86,8 @@ class UpgradeRun:
     def as_dict(self) -> dict[str, object]:
         return {
             "package": self.package,
+            "channel": self.channel,
+            "namespace": self.namespace,
             "start": self.start,
             "reached": self.reached,
             "passed": self.passed,
@@ -120,7 +146,8 @@ def _pending_upgrade(kube: Any, namespace: str, current: str) -> JSON | None:
 def run_upgrade(
     kube: Any,
     *,
-    catalog_address: str,
+    catalog_address: str = "",
+    catalog_image: str = "",
     package: str,
     start_csv: str,
     head_csv: str,
@@ -130,51 +157,118 @@ def run_upgrade(
     timeout: float = 300.0,
     on_change: Callable[[str], None] | None = None,
 ) -> UpgradeRun:
-    """Install ``start_csv`` (Manual approval) and upgrade hop by hop to ``head_csv``."""
+    """Install ``start_csv`` (Manual approval) and upgrade hop by hop to ``head_csv``.
+
+    The catalog is a registry address (``catalog_address``) or an image
+    (``catalog_image``); the channel defaults to the package's default channel, read
+    from the registry (an image catalog needs ``channel``: see the module's doc)."""
     say = on_change or (lambda _line: None)
-    run = UpgradeRun(package, start_csv, start_csv)
+    run = UpgradeRun(package, start_csv, start_csv, channel=channel, namespace=namespace)
+    if not channel:
+        if not catalog_address:
+            run.failure = "an image catalog needs the channel named (OLM v0 upgrades need it)"
+            return run
+        try:
+            run.channel = channel = default_channel(catalog_address, package)
+        except CatalogSourceUnavailable as exc:
+            run.failure = str(exc)
+            return run
     started = time.monotonic()
     spec = SubscriptionSpec(package, f"{package}-catalog", namespace, channel, start_csv, "Manual")
-    subscribe(
-        kube, namespace, spec, InstallMode("OwnNamespace", (namespace,)), address=catalog_address
-    )
+    source = {"image": catalog_image} if catalog_image else {"address": catalog_address}
     try:
+        subscribe(kube, namespace, spec, InstallMode("OwnNamespace", (namespace,)), **source)
         followed = follow(
             kube, namespace, package, target_csv=start_csv, timeout=timeout, on_change=say
         )
-        resources = _create_examples(kube, followed.csv, namespace, timeout)
-        if probe is not None:
-            probe.write(kube, namespace, resources)
+        _wait(lambda: _deployments_ready(kube, followed.csv, namespace), timeout, "the Deployments")
+        resources = _create_examples(kube, followed.csv, namespace, timeout, run.created)
+        _probe(probe, "write", kube, namespace, resources)
         run.install_seconds = time.monotonic() - started
         say(f"{start_csv} installed, {len(resources)} example(s) ready")
         while run.reached != head_csv:
-            hop_started = time.monotonic()
-            plan: JSON | None = None
-
-            def upgrade_offered(current: str = run.reached) -> bool:
-                nonlocal plan
-                plan = _pending_upgrade(kube, namespace, current)
-                return plan is not None
-
-            _wait(upgrade_offered, timeout, f"an upgrade InstallPlan from {run.reached}")
-            assert plan is not None
-            target = next(n for n in plan["spec"]["clusterServiceVersionNames"] if n != run.reached)
-            say(f"upgrading {run.reached} -> {target}")
-            followed = follow(
-                kube, namespace, package, target_csv=target, timeout=timeout, on_change=say
-            )
-            _wait(
-                lambda: all(_ready(kube.get(r["_path"])) for r in resources),
-                timeout,
-                "the examples to be ready again",
-            )
-            if probe is not None:
-                probe.check(kube, namespace, resources)
-            run.hops.append(Hop(run.reached, target, time.monotonic() - hop_started))
-            run.reached = target
-    except (InstallFailed, AssertionError) as exc:
-        run.failure = f"{exc}; {_situation(kube, namespace, package)}"
+            run.hops.append(_hop(kube, run, namespace, resources, probe, timeout, say))
+            run.reached = run.hops[-1].to_csv
+    except (InstallFailed, AssertionError, ApiException) as exc:
+        run.failure = f"{_reason(exc)}; {_situation(kube, namespace, package)}"
     return run
+
+
+def _hop(
+    kube: Any,
+    run: UpgradeRun,
+    namespace: str,
+    resources: list[JSON],
+    probe: Probe | None,
+    timeout: float,
+    say: Callable[[str], None],
+) -> Hop:
+    """Wait for OLM's upgrade InstallPlan from ``run.reached``, approve it, check it."""
+    started = time.monotonic()
+    plan: JSON | None = None
+
+    def upgrade_offered() -> bool:
+        nonlocal plan
+        plan = _pending_upgrade(kube, namespace, run.reached)
+        return plan is not None
+
+    _wait(upgrade_offered, timeout, f"an upgrade InstallPlan from {run.reached}")
+    assert plan is not None
+    offered = time.monotonic() - started
+    target = next(n for n in plan["spec"]["clusterServiceVersionNames"] if n != run.reached)
+    say(f"upgrading {run.reached} -> {target}")
+    followed = follow(
+        kube, namespace, run.package, target_csv=target, timeout=timeout, on_change=say
+    )
+    _wait(lambda: _deployments_ready(kube, followed.csv, namespace), timeout, "the Deployments")
+    _wait(
+        lambda: all(_ready(kube.get(r["_path"])) for r in resources),
+        timeout,
+        "the examples to be ready again",
+    )
+    _probe(probe, "check", kube, namespace, resources)
+    return Hop(run.reached, target, time.monotonic() - started, offered)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        return f"the cluster refused a request: {exc.status} {exc.reason}"
+    return str(exc)
+
+
+def _probe(
+    probe: Probe | None, step: str, kube: Any, namespace: str, resources: list[JSON]
+) -> None:
+    """Run the probe's ``write`` or ``check``; any error of it fails the run."""
+    if probe is None:
+        return
+    try:
+        getattr(probe, step)(kube, namespace, resources)
+    except AssertionError:
+        raise
+    except Exception as exc:  # the probe's own client errors (etcd, HTTP, ...)
+        raise AssertionError(f"probe {step} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _deployments_ready(kube: Any, csv: JSON, namespace: str) -> bool:
+    """Every Deployment of the CSV's install strategy exists, is owned by this CSV
+    (OLM's ``olm.owner`` label) and has all its replicas updated and available."""
+    name = csv.get("metadata", {}).get("name", "")
+    specs = ((csv.get("spec", {}).get("install") or {}).get("spec") or {}).get("deployments") or []
+    for spec in specs:
+        found = kube.get_or_none(f"/apis/apps/v1/namespaces/{namespace}/deployments/{spec['name']}")
+        if found is None:
+            return False
+        if (found["metadata"].get("labels") or {}).get("olm.owner") != name:
+            return False
+        wanted = found.get("spec", {}).get("replicas", 1)
+        status = found.get("status") or {}
+        current = status.get("observedGeneration", 0) >= found["metadata"].get("generation", 0)
+        if not current or status.get("updatedReplicas", 0) < wanted:
+            return False
+        if status.get("availableReplicas", 0) < wanted:
+            return False
+    return True
 
 
 def _situation(kube: Any, namespace: str, package: str) -> str:
@@ -193,14 +287,18 @@ def _situation(kube: Any, namespace: str, package: str) -> str:
     )
 
 
-def _create_examples(kube: Any, csv: JSON, namespace: str, timeout: float) -> list[JSON]:
+def _create_examples(
+    kube: Any, csv: JSON, namespace: str, timeout: float, created: list[str]
+) -> list[JSON]:
     resources = []
     for example in _examples(csv):
         path = _plural_path(csv, example, namespace)
         body = {**example, "metadata": {**example.get("metadata", {}), "namespace": namespace}}
-        if kube.get_or_none(f"{path}/{body['metadata']['name']}") is None:
+        item = f"{path}/{body['metadata']['name']}"
+        if kube.get_or_none(item) is None:
             kube.create(path, body)
-        resources.append({**body, "_path": f"{path}/{body['metadata']['name']}"})
+            created.append(item)
+        resources.append({**body, "_path": item})
     for resource in resources:
         _wait(
             lambda r=resource: _ready(kube.get(r["_path"])),
@@ -208,3 +306,21 @@ def _create_examples(kube: Any, csv: JSON, namespace: str, timeout: float) -> li
             f"{resource['kind']} {resource['metadata']['name']} ready",
         )
     return resources
+
+
+def clean_up(kube: Any, run: UpgradeRun, timeout: float = 120.0) -> bool:
+    """Delete the run's examples, waiting (up to ``timeout``) while the operator still
+    runs to process their finalizers, then its namespace; whether the examples went."""
+    for path in run.created:
+        with contextlib.suppress(ApiException):
+            kube.delete(path)
+    deadline = time.monotonic() + timeout
+    gone = False
+    while time.monotonic() < deadline:
+        gone = all(kube.get_or_none(path) is None for path in run.created)
+        if gone:
+            break
+        time.sleep(0.5)
+    with contextlib.suppress(ApiException):
+        kube.delete(f"/api/v1/namespaces/{run.namespace}")
+    return gone

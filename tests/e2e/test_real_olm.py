@@ -21,7 +21,9 @@ operator's APIs) both objects are created in the operator's namespace.
 
 OLM runs on olmtool's own ``operators.coreos.com`` CRDs (``olmtool.olm.crdfiles``, what
 ``cluster up`` installs): real OLM must behave on them exactly as on its own.
-``OLMTOOL_OLM_CRDS=peers`` runs the same tests on real OLM's CRDs (``peers/olm-crds``).
+``OLMTOOL_OLM_CRDS=peers`` runs the same tests on real OLM's CRDs (``peers/olm-crds``);
+``OLMTOOL_OLM_DEBUG=1`` runs the catalog operator with ``-debug`` (its resolution steps in
+the log).
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def olm(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         # resync every 10 s (default 15 min): a Subscription installed through startingCSV
         # is offered its upgrade at the next resync, not when its install completes
         "-interval=10s",
-    ]
+    ] + (["-debug"] if os.environ.get("OLMTOOL_OLM_DEBUG") else [])
     with (
         _process(olm_argv, logs / "olm.log", {"KUBECONFIG": kubeconfig}),
         _process(catalog_argv, logs / "catalog.log"),

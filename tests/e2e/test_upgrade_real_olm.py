@@ -1,15 +1,27 @@
 """The dynamic upgrade test against real OLM v0.18.3 (``../shared/peers``): every
 released etcd-operator version upgrades to the head through OLM, with an etcd cluster's
-data intact across every hop. Skipped, with the reason, where the peers are absent."""
+data intact across every hop. Skipped, with the reason, where the peers are absent.
+
+The upgrade is offered only because the Subscription names its channel: OLM v0.18.3
+checks an installed CSV for a replacement in ``sub.Spec.Channel`` literally, and with
+``""`` sets the Subscription AtLatestKnown and stops resolving the namespace
+(``test_without_a_channel_no_upgrade_is_offered``, see olmtool.olm.upgrade_run)."""
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from olmtool.olm.upgrade_run import run_upgrade
+from olmtool.cli import app
+from olmtool.olm import InstallMode, SubscriptionSpec, follow, subscribe
+from olmtool.olm.upgrade_run import OPERATORS, run_upgrade
 from tests.e2e import etcd_env
 from tests.e2e import test_real_olm as real
 from tests.e2e.helpers import Cluster
@@ -29,15 +41,6 @@ def ready(operator_ready: Cluster) -> Cluster:
     return operator_ready
 
 
-@pytest.mark.xfail(
-    run=False,
-    reason=(
-        "open (issue 13): after a startingCSV install with Manual approval, real OLM v0.18.3 "
-        "keeps the Subscription AtLatestKnown and offers no upgrade InstallPlan, with "
-        "olmtool catalog serve and with opm serve alike, even with -interval=10s; the "
-        "install, examples and probe steps pass"
-    ),
-)
 @pytest.mark.parametrize("start", ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"])
 def test_every_release_upgrades_to_the_head_with_data_intact(
     ready: Cluster, catalog_address: str, start: str
@@ -61,3 +64,67 @@ def test_every_release_upgrades_to_the_head_with_data_intact(
     assert run.passed, run.failure
     assert run.reached == HEAD
     assert [h.to_csv for h in run.hops] == [HEAD]  # one hop: skipRange >=0.1.0 <0.3.0
+    assert run.channel == "stable"  # the default channel, named in the Subscription
+
+
+def test_without_a_channel_no_upgrade_is_offered(
+    operator_ready: Cluster, catalog_address: str
+) -> None:
+    """Real OLM's behaviour that olmtool works around: a Subscription without a channel
+    installs its startingCSV, then stays AtLatestKnown although the head's skipRange
+    covers it (FindReplacement asks for channel "", then nothingToUpdate skips every
+    resolution until a CatalogSource's connection state changes)."""
+    kube = operator_ready.kube
+    namespace = f"nochan-{uuid.uuid4().hex[:6]}"
+    start = "etcd-operator.v0.2.0"  # replaced by the head, and in its skipRange
+    spec = SubscriptionSpec("etcd-operator", "etcd-catalog", namespace, "", start, "Automatic")
+    subscribe(
+        kube, namespace, spec, InstallMode("OwnNamespace", (namespace,)), address=catalog_address
+    )
+    follow(kube, namespace, "etcd-operator", target_csv=start, timeout=180)
+    deadline = time.monotonic() + 25  # more than two of the catalog operator's 10 s resyncs
+    while time.monotonic() < deadline:
+        plans = kube.get(f"{OPERATORS}/namespaces/{namespace}/installplans")["items"]
+        # OLM may create the install's plan twice (two overlapping resolutions of the
+        # namespace, each with its own generation): both install the start version
+        assert {tuple(p["spec"]["clusterServiceVersionNames"]) for p in plans} == {(start,)}
+        time.sleep(2)
+    status = kube.get(f"{OPERATORS}/namespaces/{namespace}/subscriptions/etcd-operator")["status"]
+    assert (status["state"], status["installedCSV"]) == ("AtLatestKnown", start)
+
+
+def test_test_upgrade_all_upgrades_every_release_and_writes_junit(
+    ready: Cluster, olm: str, tmp_path: Path
+) -> None:
+    """``olmtool test upgrade --all`` with a catalog directory (served from the process on
+    loopback), the etcd probe and a JUnit report; the CRDs are reset first (earlier tests
+    left the head's CRD, whose stored v1beta1 the 0.1.0 release cannot keep)."""
+    catalog = real._inline_catalog(tmp_path / "catalog" / "etcd-operator")
+    junit = tmp_path / "upgrade.xml"
+    args = ["test", "upgrade", "--catalog", str(catalog.parent), "--package", "etcd-operator"]
+    args += ["--all", "--kubeconfig", str(ready.kubeconfig), "--junit", str(junit)]
+    args += [
+        "--probe",
+        "etcd_operator.probe:EtcdProbe",
+        "--probe-path",
+        str(etcd_env.REPO / "operator"),
+    ]
+    args += ["--reset-crds", "--timeout", "240", "-o", "json"]
+    result = CliRunner().invoke(app, args)
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.output
+    report = json.loads(result.stdout)
+    for run in report["runs"]:
+        hops = ", ".join(f"{h['to']} {h['seconds']:.1f}s" for h in run["hops"])
+        print(f"\n{run['start']}: installed in {run['installSeconds']:.1f}s, hops {hops}")
+    assert result.exit_code == 0, report
+    assert [r["start"] for r in report["runs"]] == ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"]
+    assert all(r["matchesPlan"] for r in report["runs"])
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "0")
+    for case in suite.findall("testcase"):
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert properties["hop.1"] == f"{case.get('name')} -> {HEAD}"
+        assert float(properties["hop.1.seconds"]) > 0
+        assert case.find("failure") is None

@@ -101,3 +101,20 @@ def test_real_opm_serve_reads_the_same(tmp_path: Path) -> None:
         fetched = fetch_config(address)
         _check_manifests(address)
     assert _summary(fetched) == _summary(load_catalog_strict(CATALOG))
+
+
+def test_the_default_channel_is_read_with_get_package() -> None:
+    """What ``install`` and the upgrade run name in the Subscription when no channel is
+    given: OLM v0 offers no upgrade to a Subscription without one."""
+    from olmtool.actions.install import _channel
+    from olmtool.olm.source import CatalogSourceUnavailable, default_channel
+
+    with start_server(CATALOG, http_port=None) as server:
+        assert default_channel(server.grpc_address, "etcd-operator") == "stable"
+        assert _channel(server.grpc_address, "etcd-operator", "") == "stable"
+        assert _channel(server.grpc_address, "etcd-operator", "beta") == "beta"
+        with pytest.raises(CatalogSourceUnavailable):
+            default_channel(server.grpc_address, "no-such-package")
+    assert _channel(None, "etcd-operator", "") == ""  # an image catalog: not read
+    with pytest.raises(CatalogSourceUnavailable):
+        default_channel(f"127.0.0.1:{free_port()}", "etcd-operator", timeout=0.5)

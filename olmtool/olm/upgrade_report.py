@@ -1,0 +1,163 @@
+"""The result of ``olmtool test upgrade``'s dynamic mode: one :class:`UpgradeRun` per start
+version, next to the static plan's expectation, as a dict (``-o json``) and as JUnit XML
+(one ``testcase`` per start version; per-hop timing in its ``properties`` and
+``system-out``; the run's failure as the ``failure`` message).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from olmtool.olm.resolver import UpgradePlan
+from olmtool.olm.upgrade_run import UpgradeRun
+
+SUITE = "olmtool test upgrade"
+
+
+@dataclass
+class UpgradeReport:
+    """Every dynamic run of one package's channel, with the static plan it checks."""
+
+    plan: UpgradePlan
+    catalog: str
+    runs: list[UpgradeRun] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def package(self) -> str:
+        return self.plan.package
+
+    @property
+    def channel(self) -> str:
+        return self.plan.channel
+
+    @property
+    def head(self) -> str:
+        return self.plan.head
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.runs) and all(r.passed for r in self.runs)
+
+    @property
+    def failures(self) -> list[UpgradeRun]:
+        return [r for r in self.runs if not r.passed]
+
+    def expected_hops(self, start: str) -> list[str]:
+        """The hops the static plan predicts from ``start`` ([] when it has none)."""
+        path = next((p for p in self.plan.paths if p.bundle == start), None)
+        return list(path.hops) if path else []
+
+    def matches_plan(self, run: UpgradeRun) -> bool:
+        """Whether OLM took the hops the static plan predicts (only for passed runs)."""
+        return run.passed and [h.to_csv for h in run.hops] == self.expected_hops(run.start)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "package": self.package,
+            "channel": self.channel,
+            "head": self.head,
+            "catalog": self.catalog,
+            "passed": self.passed,
+            "seconds": round(self.seconds, 2),
+            "runs": [
+                {
+                    **run.as_dict(),
+                    "expectedHops": self.expected_hops(run.start),
+                    "matchesPlan": self.matches_plan(run),
+                }
+                for run in self.runs
+            ],
+            "plan": self.plan.as_dict(),
+        }
+
+
+def run_seconds(run: UpgradeRun) -> float:
+    return run.install_seconds + sum(h.seconds for h in run.hops)
+
+
+def run_log(run: UpgradeRun) -> str:
+    """The run as lines of text: the install, then each hop with its timing."""
+    lines = [f"install {run.start} ({run.channel or '-'}): {run.install_seconds:.1f}s"]
+    for number, hop in enumerate(run.hops, 1):
+        lines.append(
+            f"hop {number} {hop.from_csv} -> {hop.to_csv}: {hop.seconds:.1f}s "
+            f"(upgrade offered after {hop.offer_seconds:.1f}s)"
+        )
+    lines.append(f"reached {run.reached}: {'passed' if run.passed else 'failed'}")
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(report: UpgradeReport) -> str:
+    """JUnit XML: one testsuite for the channel, one testcase per start version."""
+    failures = len(report.failures)
+    total = f"{report.seconds:.3f}"
+    suites = ET.Element(
+        "testsuites",
+        name=SUITE,
+        tests=str(len(report.runs)),
+        failures=str(failures),
+        errors="0",
+        time=total,
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"upgrade {report.package}/{report.channel}",
+        tests=str(len(report.runs)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+        time=total,
+    )
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("package", report.package),
+        ("channel", report.channel),
+        ("head", report.head),
+        ("catalog", report.catalog),
+    ):
+        ET.SubElement(properties, "property", name=name, value=value)
+    for run in report.runs:
+        suite.append(_testcase(report, run))
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )
+
+
+def _testcase(report: UpgradeReport, run: UpgradeRun) -> ET.Element:
+    case = ET.Element(
+        "testcase",
+        classname=f"{report.package}.{report.channel}",
+        name=run.start,
+        time=f"{run_seconds(run):.3f}",
+    )
+    properties = ET.SubElement(case, "properties")
+    values = [
+        ("namespace", run.namespace),
+        ("install.seconds", f"{run.install_seconds:.2f}"),
+        ("reached", run.reached),
+        ("expected.hops", " -> ".join(report.expected_hops(run.start)) or "-"),
+    ]
+    for number, hop in enumerate(run.hops, 1):
+        values += [
+            (f"hop.{number}", f"{hop.from_csv} -> {hop.to_csv}"),
+            (f"hop.{number}.seconds", f"{hop.seconds:.2f}"),
+            (f"hop.{number}.offer.seconds", f"{hop.offer_seconds:.2f}"),
+        ]
+    for name, value in values:
+        ET.SubElement(properties, "property", name=name, value=value)
+    if run.failure is not None:
+        failure = ET.SubElement(case, "failure", message=run.failure, type="UpgradeFailed")
+        failure.text = run.failure
+    ET.SubElement(case, "system-out").text = run_log(run)
+    return case
+
+
+def write_junit(report: UpgradeReport, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(junit_xml(report), encoding="utf-8")
+    return path
