@@ -40,7 +40,8 @@ def up(
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
     no_olm: bool = typer.Option(
-        False, "--no-olm", help="Do not install OLM's API (the operators.coreos.com CRDs)."
+        False, "--no-olm",
+        help="Neither OLM's API (the operators.coreos.com CRDs) nor olmtool's OLM engine.",
     ),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for health."),
     output: OutputFormat = OutputOption,
@@ -53,7 +54,7 @@ def up(
 
       olmtool cluster up --name ci --registry-port 0 -o json
 
-      olmtool cluster up --no-olm    # no operators.coreos.com CRDs (e.g. to install OLM itself)
+      olmtool cluster up --no-olm    # no OLM API or engine (e.g. to install real OLM)
     """
     cluster = with_progress(
         "starting the cluster",

@@ -8,7 +8,8 @@ and start time, so a recycled pid is never signalled); ``status`` reports what r
 the same etcd data, certificates and kubeconfig. ``up`` claims the cluster a network
 (:mod:`olmtool.cluster.network`: its Pod and Service ranges, the same one again when it
 is free) before the apiserver starts, and ``down`` releases it. ``up`` installs OLM's API
-(the ``operators.coreos.com`` CRDs, :mod:`olmtool.cluster.olmcrds`) unless told not to.
+(the ``operators.coreos.com`` CRDs, :mod:`olmtool.cluster.olmcrds`) and starts olmtool's
+OLM engine (:mod:`olmtool.engine`, component ``olm-engine``) unless told not to.
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ def up(
         say("already running")
         if olm_crds:
             _install_olm_crds(existing, say, timeout)
+            if "olm-engine" not in existing.components:
+                _start_engine(existing, state_dir, say)
+                _save(existing)
         return existing
     if existing is not None:
         say("stopping leftovers of an earlier run")
@@ -199,6 +203,7 @@ def up(
         if olm_names:
             say("waiting for OLM's CRDs to be Established")
             wait_established(_api(cluster), olm_names, timeout)
+            _start_engine(cluster, state_dir, say)
     except BaseException:
         _record(cluster, plane)
         _stop_components(cluster)
@@ -288,6 +293,21 @@ def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
         )  # fmt: skip
     cluster.components["node-agent"] = Component(process.pid, _start_time(process.pid) or 0)
     cluster.node = NODE_NAME
+
+
+def _start_engine(cluster: Cluster, state_dir: Path, say: Progress) -> None:
+    """olmtool's OLM engine (:mod:`olmtool.engine`) as its own process; its global catalog
+    namespace is ``olm``, as in an OLM install."""
+    say("starting the OLM engine")
+    args = [sys.executable, "-m", "olmtool.engine", f"--kubeconfig={cluster.kubeconfig}"]
+    if cluster.registry:
+        args.append(f"--registry={cluster.registry}")
+    with (state_dir / "olm-engine.log").open("ab") as log:
+        process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    cluster.components["olm-engine"] = Component(process.pid, _start_time(process.pid) or 0)
 
 
 def _api_get(cluster: Cluster, path: str) -> dict[str, object] | None:

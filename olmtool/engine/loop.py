@@ -76,6 +76,7 @@ class Engine:
 
     def run(self) -> None:
         self.server_version = str(self.kube.get("/version").get("gitVersion", ""))
+        self._ensure_namespace(self.global_namespace)
         self._start_watches()
         log.info("OLM engine running (global catalog namespace %s)", self.global_namespace)
         while not self.stop.is_set():
@@ -85,6 +86,14 @@ class Engine:
             # changes made by this round wake the next one; a short pause batches them
             self.stop.wait(max(0.0, 0.2 - (time.monotonic() - started)))
             self.wake.wait(self.interval)
+
+    def _ensure_namespace(self, name: str) -> None:
+        if self.kube.get_or_none(f"/api/v1/namespaces/{name}") is None:
+            try:
+                self.kube.create("/api/v1/namespaces", {"metadata": {"name": name}})
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
 
     def _start_watches(self) -> None:
         from olmtool.cluster.node.kube import watch_forever

@@ -132,10 +132,10 @@ class Subscriptions:
         status = sub.get("status") or {}
         installed = status.get("installedCSV") or ""
         current = status.get("currentCSV") or ""
-        if not installed and current in csv_names:
+        if installed not in csv_names:
+            installed = ""  # replaced (and deleted) or removed by hand
+        if current in csv_names:
             installed = current  # the CSV exists: OLM records it as installed
-        if installed and installed not in csv_names:
-            installed = ""
         if not installed and not current:
             installed = self._adoptable(spec, csv_names)
         return resolver.Subscription(

@@ -397,7 +397,7 @@ class NodeAgent:
                 if w is not worker and w.key == worker.key and not w.done.is_set()
             ]
         if not others:
-            self.ips.release(worker.namespace, worker.name)
+            self.net.release(worker.namespace, worker.name)
 
     def _rewrite_hosts(self, changed: PodWorker | None, removed: bool = False) -> None:
         """Rewrite the hosts files of the Pods on this node (those whose content changes)."""
