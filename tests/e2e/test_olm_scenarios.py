@@ -5,14 +5,14 @@ Every test runs once per ``engine`` (``real``: OLM v0.18.3 from ``../shared/peer
 What real OLM v0.18.3 was observed to do is the spec: each docstring says what it did
 here, and the assertions are those observations.
 
-Scenarios covered (numbers of section 6): 1 fresh install (Automatic), 3 skipRange
-upgrade, 4 Manual approval, 5 startingCSV then upgrade, 6 multi-hop upgrade, 7 CatalogSource
-health, 8 Subscription config, 9 missing required API, 13 CSV requirement failures,
-14 Deployments on upgrade, 15 CSV annotations on the pod template, 16 two replicas stay
+Scenarios covered here (numbers of section 6): 1 fresh install (Automatic), 4 Manual
+approval, 7 CatalogSource health, 8 Subscription config, 9 missing required API,
+13 CSV requirement failures, 15 CSV annotations on the pod template, 16 two replicas stay
 Succeeded, 17 install-mode matrix, 18 OperatorGroup namespaces/copied CSVs/annotations,
-19 CRD upgrade vs stored versions and schema, 20 RBAC changes across an upgrade,
-22 ServiceAccount shared across an upgrade, 25 the operator survives its CatalogSource's
-deletion.
+25 the operator survives its CatalogSource's deletion. The upgrade scenarios (3, 5, 6, 14,
+19, 20, 22) are in ``test_olm_upgrade_scenarios``; fixtures and builders in
+``olm_engines``. Run: ``pytest tests/e2e/test_olm_scenarios.py
+tests/e2e/test_olm_upgrade_scenarios.py`` (``-k real`` or ``-k olmtool`` for one engine).
 
 Real OLM v0.18.3 in general: its catalog operator resyncs every 10 s here; an upgrade is
 offered at a resync after the previous install completed, not at once. The Subscription's
@@ -123,7 +123,12 @@ def test_01_fresh_install_automatic(world: World) -> None:
 def test_04_manual_approval(world: World) -> None:
     """Real OLM: the InstallPlan waits in RequiresApproval (approved false, every step
     Unknown, no CSV); the Subscription is UpgradePending with InstallPlanPending True /
-    RequiresApproval. Approving installs it; the Subscription drops the condition."""
+    RequiresApproval. Approving installs it. Surprising: real OLM usually makes a second,
+    identical InstallPlan about a second after the first; after the first is approved and
+    installed the Subscription (AtLatestKnown, installedCSV set) points its installPlanRef
+    at the unapproved duplicate, which stays RequiresApproval, and keeps
+    InstallPlanPending True/RequiresApproval (a candidate cause of the startingCSV+Manual
+    upgrade hang: the pending duplicate may block the next resolution)."""
     w = world
     bundle = Bundle("manual", "0.1.0")
     ns = w.install([bundle], approval="Manual")
@@ -140,31 +145,25 @@ def test_04_manual_approval(world: World) -> None:
     name = plan["metadata"]["name"]
     w.kube.patch(f"{V1ALPHA1}/namespaces/{ns}/installplans/{name}", {"spec": {"approved": True}})
     w.wait_plan(ns, bundle.name, ("Complete",))
-    sub = w.wait_installed(ns, "manual", bundle.name)
+    w.wait_installed(ns, "manual", bundle.name)
     sub = wait_for(
         lambda: status(s := w.sub(ns, "manual")).get("state") == "AtLatestKnown" and s,
         60,
         "AtLatestKnown",
     )
-    plans = [
-        (
-            p["metadata"]["name"],
-            p["metadata"]["creationTimestamp"],
-            p["spec"]["approved"],
-            status(p).get("phase"),
-        )
-        for p in w.plans(ns)
-    ]
-    print("MANUAL", name, plans, status(sub))
-    time.sleep(20)
-    print(
-        "MANUAL later",
-        [
-            (p["metadata"]["name"], p["spec"]["approved"], status(p).get("phase"))
-            for p in w.plans(ns)
-        ],
-        status(w.sub(ns, "manual")),
-    )
+    time.sleep(10)
+    sub = w.sub(ns, "manual")
+    plans = w.plans(ns)
+    assert all(p["spec"]["clusterServiceVersionNames"] == [bundle.name] for p in plans)
+    for other in plans:  # the approved one installed; a duplicate still waits
+        expected = "Complete" if other["spec"]["approved"] else "RequiresApproval"
+        assert status(other)["phase"] == expected, other["metadata"]["name"]
+    referenced = w.get(ns, "installplans", status(sub)["installPlanRef"]["name"])
+    pending = condition(sub, "InstallPlanPending")
+    if referenced["spec"]["approved"]:
+        assert pending is None
+    else:  # real OLM v0.18.3 (usually): it points at the unapproved duplicate
+        assert pending and pending["reason"] == "RequiresApproval"
 
 
 def test_07_catalog_source_health(world: World) -> None:
@@ -272,9 +271,9 @@ def test_09_missing_required_api_then_provided(world: World) -> None:
     plan = plans[0]
     generated = f"provider-stable-provider-{ns}"
     assert ("Subscription", generated) in {(k, n) for k, n, _ in steps(plan)}
-    dep_sub = w.sub(ns, generated)
+    dep_sub = w.wait_installed(ns, generated, provider.name)
     assert dep_sub["spec"]["name"] == "provider" and dep_sub["spec"]["source"] == "provider"
-    assert status(dep_sub)["installedCSV"] == provider.name
+    assert dep_sub["spec"]["sourceNamespace"] == ns
     csv = w.csv(ns, needy.name)
     assert "required" in csv["metadata"]["labels"].values()
 
@@ -371,7 +370,8 @@ def test_17_install_mode_matrix(world: World) -> None:
     """Real OLM, for an OwnNamespace-only CSV as its OperatorGroup changes: another
     namespace -> Failed/UnsupportedOperatorGroup "SingleNamespace InstallModeType not
     supported, cannot configure to watch one namespace" (and a Warning event, no
-    Deployment); its own namespace -> Succeeded; two namespaces -> Failed (MultiNamespace);
+    Deployment); its own namespace -> Succeeded; two namespaces -> Failed "MultiNamespace InstallModeType
+    not supported, cannot configure to watch 2 namespaces";
     all namespaces -> Failed "AllNamespaces InstallModeType not supported, cannot
     configure to watch all namespaces", status.namespaces [""], olm.targetNamespaces "".
     The Deployment made while Succeeded stays when the CSV fails again."""
@@ -409,7 +409,9 @@ def test_17_install_mode_matrix(world: World) -> None:
 
     w.kube.patch(og, {"spec": {"targetNamespaces": sorted([ns, other])}})
     csv = failed("MultiNamespace InstallModeType not supported")
-    print("MULTI", status(csv)["message"])
+    assert status(csv)["message"] == (
+        "MultiNamespace InstallModeType not supported, cannot configure to watch 2 namespaces"
+    )
 
     w.kube.patch(og, {"spec": {"targetNamespaces": None}})
     csv = failed("AllNamespaces InstallModeType not supported")
@@ -423,7 +425,7 @@ def test_17_install_mode_matrix(world: World) -> None:
 
 def test_18_operator_group_namespaces_copied_csvs_and_annotations(world: World) -> None:
     """Real OLM, MultiNamespace group over its own and two other namespaces:
-    status.namespaces sorted; olm.providedAPIs on the group; the CSV's olm.* annotations
+    status.namespaces (in no stable order: seen sorted and in spec order); olm.providedAPIs on the group; the CSV's olm.* annotations
     (targets comma-joined, sorted); a copied CSV in each other target (label
     olm.copiedFrom, Succeeded/Copied, no olm.targetNamespaces), with the Role and
     RoleBinding copied too (label olm.copiedFrom, owned by the copied CSV); ClusterRoles
@@ -444,7 +446,7 @@ def test_18_operator_group_namespaces_copied_csvs_and_annotations(world: World) 
     w.wait_installed(ns, "multi", bundle.name)
     targets = sorted([ns, first, second])
     og = w.get(ns, "operatorgroups", f"{ns}-og", V1)
-    assert status(og)["namespaces"] == targets
+    assert sorted(status(og)["namespaces"]) == targets  # in no stable order
     assert og["metadata"]["annotations"]["olm.providedAPIs"] == f"Widget.v1.{group}"
     annotations = w.csv(ns, bundle.name)["metadata"]["annotations"]
     assert annotations["olm.targetNamespaces"] == ",".join(targets)
@@ -488,7 +490,8 @@ def test_18_operator_group_namespaces_copied_csvs_and_annotations(world: World) 
 
 def test_25_operator_survives_catalog_source_deletion(world: World) -> None:
     """Real OLM: with its only CatalogSource deleted (and the server gone) the
-    Subscription says CatalogSourcesUnhealthy True/NoCatalogSourcesFound and the operator
+    Subscription says CatalogSourcesUnhealthy True/CatalogSourcesDeleted (not
+    NoCatalogSourcesFound, as for a Subscription that never had one) and the operator
     keeps running: CSV Succeeded, Deployment available, installedCSV kept. A new
     CatalogSource makes the Subscription healthy again."""
     w = world
@@ -498,8 +501,8 @@ def test_25_operator_survives_catalog_source_deletion(world: World) -> None:
     w.kube.delete(f"{V1ALPHA1}/namespaces/{ns}/catalogsources/catalog")
     w.stop_server("catalog0")
     unhealthy = w.wait_condition(ns, "survive", "CatalogSourcesUnhealthy")
-    assert unhealthy["reason"] == "NoCatalogSourcesFound"
-    assert unhealthy["message"] == "dependency resolution requires at least one catalogsource"
+    print("UNHEALTHY", unhealthy)
+    assert unhealthy["reason"] == "CatalogSourcesDeleted"
     time.sleep(25)  # two resyncs
     sub = w.sub(ns, "survive")
     assert status(sub)["installedCSV"] == bundle.name
