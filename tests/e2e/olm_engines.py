@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+import olmtool
 from olmtool import yamlio
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
@@ -67,8 +68,13 @@ def _real_olm(cluster: Cluster, logs: Path) -> contextlib.AbstractContextManager
 
 @contextlib.contextmanager
 def _olmtool_engine(cluster: Cluster, logs: Path) -> Iterator[str]:
-    if importlib.util.find_spec("olmtool.engine") is None:
-        pytest.skip("olmtool's OLM engine (olmtool.engine) is not there yet")
+    spec = importlib.util.find_spec("olmtool.engine")
+    here = [str(Path(p).resolve()) for p in olmtool.__path__]
+    if spec is None or not any(
+        str(Path(spec.origin or "").resolve()).startswith(p + "/") for p in here
+    ):
+        # (an editable install's finder can supply another checkout's work in progress)
+        pytest.skip(f"olmtool's OLM engine (olmtool.engine) is not in {', '.join(here)} yet")
     real._install_olm_crds(cluster.kube)
     namespace = f"olm-{uuid.uuid4().hex[:6]}"
     cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
@@ -321,6 +327,7 @@ class World:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     namespaces: list[str] = field(default_factory=list)
     servers: dict[str, RunningServer] = field(default_factory=dict)
+    served: int = 0  # catalogs served so far (their directory names)
 
     @property
     def kube(self) -> Kube:
@@ -339,7 +346,8 @@ class World:
 
     def serve(self, bundles: list[Bundle], port: int = 0, name: str = "") -> str:
         """Serve a catalog of ``bundles`` on ``port`` (0: a free one); its host:port."""
-        name = name or f"catalog{len(self.servers)}"
+        name = name or f"catalog{self.served}"
+        self.served += 1
         directory = write_catalog(self.tmp / name, bundles)
         server = start_server(directory, grpc_port=port or free_port(), http_port=None)
         self.servers[name] = server
