@@ -112,10 +112,9 @@ def _process(argv: list[str], log: Path, env: dict[str, str] | None = None) -> I
             process.wait()
 
 
-@pytest.fixture(scope="module")
-def olm(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """OLM's two operators watching the cluster; yields OLM's namespace."""
-    logs = tmp_path_factory.mktemp("real-olm")
+@contextlib.contextmanager
+def run_real_olm(cluster: Cluster, logs: Path) -> Iterator[str]:
+    """OLM's two operators watching the cluster (logs in ``logs``); yields OLM's namespace."""
     kube = cluster.kube
     _install_olm_crds(kube)
     namespace = f"olm-{uuid.uuid4().hex[:6]}"
@@ -138,6 +137,13 @@ def olm(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     ):
         yield namespace
     print(f"\nreal OLM logs: {logs}")
+
+
+@pytest.fixture(scope="module")
+def olm(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """OLM's two operators watching the cluster; yields OLM's namespace."""
+    with run_real_olm(cluster, tmp_path_factory.mktemp("real-olm")) as namespace:
+        yield namespace
 
 
 @pytest.fixture(scope="module")

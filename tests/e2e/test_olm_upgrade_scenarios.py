@@ -1,0 +1,316 @@
+"""OLM's upgrade scenarios (reference olm-runtime.md section 6) against each OLM engine;
+the install and OperatorGroup scenarios are in ``test_olm_scenarios``.
+
+Every test runs once per ``engine`` (``real``: OLM v0.18.3 from ``../shared/peers``;
+``olmtool``: ``python -m olmtool.engine``), each skipped with the reason when absent.
+Upgrades start from ``startingCSV`` with Automatic approval: real OLM offers the next
+version at a catalog resync (every 10 s here) after the install completed, one
+resolution per hop.
+
+Scenarios covered (numbers of section 6): 3 skipRange upgrade, 5 startingCSV then upgrade,
+6 multi-hop upgrade, 14 Deployments on upgrade, 19 CRD upgrade allowed vs blocked by
+stored-version loss, and an incompatible schema, 20 RBAC changes across an upgrade,
+22 ServiceAccount shared by the old and new CSV.
+"""
+
+from __future__ import annotations
+
+from tests.e2e import olm_engines
+from tests.e2e.helpers import wait_for
+from tests.e2e.olm_engines import (
+    CRDS,
+    RBAC,
+    Bundle,
+    World,
+    condition,
+    crd,
+    deployment,
+    owner_names,
+    rules,
+    status,
+    steps,
+)
+
+engine = olm_engines.engine
+world = olm_engines.world
+LONG = 300.0  # several resolutions in a row
+
+
+def _hops(w: World, namespace: str) -> list[list[str]]:
+    """The CSVs of the namespace's InstallPlans, oldest first, a plan repeating the one
+    before it left out: real OLM v0.18.3 often makes two identical plans (both Complete)."""
+    hops: list[list[str]] = []
+    for plan in w.plans(namespace):
+        names = plan["spec"]["clusterServiceVersionNames"]
+        if not hops or hops[-1] != names:
+            hops.append(names)
+    return hops
+
+
+def _gone(w: World, namespace: str, csv: str, timeout: float = 120) -> None:
+    wait_for(lambda: w.csv(namespace, csv) is None, timeout, f"{csv} deleted", interval=0.5)
+
+
+def test_05_starting_csv_then_upgrade(world: World) -> None:
+    """Real OLM (Automatic approval): installs startingCSV v0.1.0, then at a later resync
+    (tens of seconds) a second InstallPlan upgrades to v0.2.0, whose CSV replaces v0.1.0;
+    v0.1.0 is deleted."""
+    w = world
+    old, new = Bundle("start", "0.1.0"), Bundle("start", "0.2.0", replaces="start.v0.1.0")
+    ns = w.install([old, new], starting_csv=old.name)
+    w.wait_plan(ns, old.name, ("Complete",))
+    sub = w.wait_installed(ns, "start", new.name, LONG)
+    assert _hops(w, ns) == [[old.name], [new.name]]
+    assert all(
+        status(p)["phase"] == "Complete"
+        for p in w.plans(ns)
+        if p["spec"]["clusterServiceVersionNames"] == [old.name]
+    )
+    assert w.sub(ns, "start")["spec"]["startingCSV"] == old.name
+    assert status(sub)["currentCSV"] == new.name
+    assert w.csv(ns, new.name)["spec"]["replaces"] == old.name
+    _gone(w, ns, old.name)
+
+
+def test_06_multi_hop_upgrade(world: World) -> None:
+    """Real OLM: 0.1.0 -> 0.2.0 -> 0.3.0, one InstallPlan per hop (never two CSVs in one
+    plan), each CSV replacing the one before it."""
+    w = world
+    bundles = [
+        Bundle("hop", "0.1.0"),
+        Bundle("hop", "0.2.0", replaces="hop.v0.1.0"),
+        Bundle("hop", "0.3.0", replaces="hop.v0.2.0"),
+    ]
+    ns = w.install(bundles, starting_csv=bundles[0].name)
+    w.wait_installed(ns, "hop", bundles[2].name, 2 * LONG)
+    assert _hops(w, ns) == [[b.name] for b in bundles]
+    assert w.csv(ns, bundles[2].name)["spec"]["replaces"] == bundles[1].name
+    _gone(w, ns, bundles[1].name)
+    assert w.csv(ns, bundles[0].name) is None
+
+
+def test_03_skip_range_upgrade(world: World) -> None:
+    """Real OLM: from 0.1.0 the head 0.3.0 (skipRange >=0.1.0 <0.3.0) is chosen over
+    0.2.0 (which replaces 0.1.0): one hop; OLM rewrites the new CSV's spec.replaces to the
+    installed CSV it replaces (0.1.0)."""
+    w = world
+    bundles = [
+        Bundle("skip", "0.1.0"),
+        Bundle("skip", "0.2.0", replaces="skip.v0.1.0"),
+        Bundle("skip", "0.3.0", replaces="skip.v0.2.0", skip_range=">=0.1.0 <0.3.0"),
+    ]
+    ns = w.install(bundles, starting_csv=bundles[0].name)
+    w.wait_installed(ns, "skip", bundles[2].name, LONG)
+    assert _hops(w, ns) == [[bundles[0].name], [bundles[2].name]]
+    head = w.csv(ns, bundles[2].name)
+    assert head["metadata"]["annotations"]["olm.skipRange"] == ">=0.1.0 <0.3.0"
+    assert head["spec"]["replaces"] == bundles[0].name
+    _gone(w, ns, bundles[0].name)
+
+
+def test_14_deployments_on_upgrade(world: World) -> None:
+    """Real OLM: a Deployment of the same name is updated in place (same uid, new env,
+    owner and olm.owner label the new CSV); one only the old CSV had is deleted; a new
+    one is created."""
+    w = world
+    old = Bundle("deps", "0.1.0", deployments=[deployment("dep-same"), deployment("dep-old")])
+    new = Bundle(
+        "deps",
+        "0.2.0",
+        replaces=old.name,
+        deployments=[
+            deployment("dep-same", env=[{"name": "VERSION", "value": "2"}]),
+            deployment("dep-new"),
+        ],
+    )
+    ns = w.install([old, new], starting_csv=old.name)
+    same = wait_for(lambda: w.deployment(ns, "dep-same"), 120, "dep-same")
+    wait_for(lambda: w.deployment(ns, "dep-old"), 120, "dep-old")
+    w.wait_installed(ns, "deps", new.name, LONG)
+    _gone(w, ns, old.name)
+    updated = w.deployment(ns, "dep-same")
+    assert updated["metadata"]["uid"] == same["metadata"]["uid"]
+    assert owner_names(updated) == [new.name]
+    assert updated["metadata"]["labels"]["olm.owner"] == new.name
+    (container,) = updated["spec"]["template"]["spec"]["containers"]
+    assert {"name": "VERSION", "value": "2"} in container["env"]
+    assert {"name": "OPERATOR_CONDITION_NAME", "value": new.name} in container["env"]
+    wait_for(lambda: w.deployment(ns, "dep-old") is None, 60, "dep-old deleted")
+    added = w.deployment(ns, "dep-new")
+    assert added and owner_names(added) == [new.name]
+
+
+def test_19_crd_upgrade_allowed_then_blocked_by_stored_version_loss(world: World) -> None:
+    """Real OLM: 0.1.0 serves v1; 0.2.0 adds v2 as the storage version (allowed: the CRD
+    is updated, storedVersions becomes [v1, v2]); 0.3.0 drops v1, which is still a stored
+    version: its InstallPlan fails ("risk of data loss")."""
+    w = world
+    group = w.group("crdup")
+    bundles = [
+        Bundle("crdup", "0.1.0", owned=[crd(group, "Widget", ["v1"])]),
+        Bundle(
+            "crdup", "0.2.0", replaces="crdup.v0.1.0", owned=[crd(group, "Widget", ["v1", "v2"])]
+        ),
+        Bundle("crdup", "0.3.0", replaces="crdup.v0.2.0", owned=[crd(group, "Widget", ["v2"])]),
+    ]
+    ns = w.install(bundles, starting_csv=bundles[0].name)
+    w.wait_installed(ns, "crdup", bundles[1].name, LONG)
+    stored = w.kube.get(f"{CRDS}/widgets.{group}")
+    assert [v["name"] for v in stored["spec"]["versions"]] == ["v1", "v2"]
+    assert status(stored)["storedVersions"] == ["v1", "v2"]
+    plan = w.wait_plan(ns, bundles[2].name, ("Failed",), LONG)
+    message = (
+        f"risk of data loss updating widgets.{group}: new CRD removes version v1 that is "
+        "listed as a stored version on the existing CRD"
+    )
+    _assert_failed_upgrade(w, ns, "crdup", plan, message, bundles[1], bundles[2])
+    assert status(w.kube.get(f"{CRDS}/widgets.{group}"))["storedVersions"] == ["v1", "v2"]
+
+
+def _assert_failed_upgrade(
+    w: World, ns: str, package: str, plan: dict, message: str, old: Bundle, new: Bundle
+) -> None:
+    """What real OLM v0.18.3 leaves after a CRD step fails an upgrade's InstallPlan: the
+    plan Failed (Installed False/InstallComponentFailed, the message also in
+    status.message; the CSV step was applied first). The new CSV exists, stuck Pending
+    (RequirementsNotMet: the CRD "installed alongside other CSV(s): <old>" and the
+    ServiceAccount "owned by another ClusterServiceVersion"), the old one stays Replacing
+    with its Deployment running. Surprising (a bug?): the Subscription then reports
+    installedCSV = currentCSV = the new, Pending CSV, state AtLatestKnown, and keeps the
+    stale InstallPlanPending True/Installing condition."""
+    assert status(plan)["message"] == message
+    installed = condition(plan, "Installed")
+    assert installed and installed["status"] == "False"
+    assert installed["reason"] == "InstallComponentFailed" and installed["message"] == message
+    assert steps(plan)[0][0] == "ClusterServiceVersion"
+    assert steps(plan)[0][2] in ("Created", "Present")
+    csv = wait_for(
+        lambda: status(c := w.csv(ns, new.name)).get("reason") == "RequirementsNotMet" and c,
+        60,
+        f"{new.name} RequirementsNotMet",
+    )
+    assert status(csv)["phase"] == "Pending"
+    requirements = {r["kind"]: r for r in status(csv)["requirementStatus"]}
+    crd_status = requirements["CustomResourceDefinition"]
+    assert crd_status["status"] == "PresentNotSatisfied"
+    assert crd_status["message"] == f"CRD installed alongside other CSV(s): {old.name}"
+    assert requirements["ServiceAccount"]["status"] == "PresentNotSatisfied"
+    assert requirements["ServiceAccount"]["message"] == (
+        "Service account is owned by another ClusterServiceVersion"
+    )
+    replaced = w.wait_phase(ns, old.name, "Replacing")
+    assert status(replaced)["reason"] == "BeingReplaced"
+    assert status(replaced)["message"] == f"being replaced by csv: {new.name}"
+    dep = w.deployment(ns, f"{package}-operator")
+    assert owner_names(dep) == [old.name] and status(dep)["availableReplicas"] == 1
+    sub = w.sub(ns, package)
+    # real OLM v0.18.3 calls the Pending CSV installed
+    assert status(sub)["installedCSV"] == status(sub)["currentCSV"] == new.name
+    assert status(sub)["state"] == "AtLatestKnown"
+
+
+def test_19_incompatible_schema_fails_the_upgrade(world: World) -> None:
+    """Real OLM: an existing CR that the new version's schema rejects fails the upgrade's
+    InstallPlan ("error validating existing CRs against new CRD's schema")."""
+    w = world
+    group = w.group("schema")
+    size = {"type": "object", "properties": {"size": {"type": "integer"}}}
+    small = {"type": "object", "properties": {"size": {"type": "integer", "maximum": 3}}}
+    loose = crd(group, "Widget", ["v1"], schema=size)
+    strict = crd(group, "Widget", ["v1"], schema=small)
+    # the CRD and a CR exist before the operator is installed (OLM adopts the CRD)
+    w.kube.create(CRDS, loose)
+    ns = w.namespace()
+    wait_for(
+        lambda: w.kube.create(
+            f"/apis/{group}/v1/namespaces/{ns}/widgets",
+            {
+                "apiVersion": f"{group}/v1",
+                "kind": "Widget",
+                "metadata": {"name": "big"},
+                "spec": {"size": 5},
+            },
+        ),
+        30,
+        "the Widget created",
+        interval=1,
+    )
+    old = Bundle("schema", "0.1.0", owned=[loose])
+    new = Bundle("schema", "0.2.0", replaces=old.name, owned=[strict])
+    w.catalog_source(ns, w.serve([old, new]))
+    w.operator_group(ns)
+    w.subscription(ns, "schema", starting_csv=old.name)
+    w.wait_plan(ns, old.name, ("Complete",))
+    plan = w.wait_plan(ns, new.name, ("Failed",), LONG)
+    message = (
+        f"error validating existing CRs against new CRD's schema: widgets.{group}: error "
+        f"validating custom resource against new schema for Widget {ns}/big: "
+        "[].spec.size: Invalid value: 5: spec.size in body should be less than or equal to 3"
+    )
+    _assert_failed_upgrade(w, ns, "schema", plan, message, old, new)
+    current = w.kube.get(f"{CRDS}/widgets.{group}")
+    schema = current["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert "maximum" not in schema["properties"]["spec"]["properties"]["size"]  # not updated
+
+
+def test_22_service_account_shared_and_rbac_changed_across_an_upgrade(world: World) -> None:
+    """Real OLM: both versions use ServiceAccount ``operator``; the upgrade keeps it (same
+    uid): the new CSV is added to its ownerReferences, and the old CSV's reference
+    goes once that CSV is deleted (garbage collector). The new
+    version's Role ``<csv>-operator-<hash>`` has the new rules (configmaps + secrets); the
+    old Role goes with the old CSV. Each CSV also gets a Role/RoleBinding named after it
+    for its OperatorCondition (owned by the OperatorCondition)."""
+    w = world
+    old = Bundle("shared", "0.1.0")
+    new = Bundle(
+        "shared",
+        "0.2.0",
+        replaces=old.name,
+        permissions=[{"serviceAccountName": "operator", "rules": rules("configmaps", "secrets")}],
+    )
+    ns = w.install([old, new], starting_csv=old.name)
+    account = wait_for(
+        lambda: w.kube.get_or_none(f"/api/v1/namespaces/{ns}/serviceaccounts/operator"), 120, "SA"
+    )
+    old_role = wait_for(
+        lambda: [
+            r
+            for r in w.items(ns, "roles", RBAC)
+            if r["metadata"]["name"].startswith(old.name + "-")
+        ],
+        120,
+        "old Role",
+    )
+    w.wait_installed(ns, "shared", new.name, LONG)
+    _gone(w, ns, old.name)
+    now = w.kube.get(f"/api/v1/namespaces/{ns}/serviceaccounts/operator")
+    assert now["metadata"]["uid"] == account["metadata"]["uid"]
+    assert owner_names(account) == [old.name]
+    assert new.name in owner_names(now)  # added; the old one is dropped by the GC
+    wait_for(
+        lambda: (
+            owner_names(w.kube.get(f"/api/v1/namespaces/{ns}/serviceaccounts/operator"))
+            == [new.name]
+        ),
+        60,
+        "the SA owned by the new CSV only",
+    )
+    roles = {r["metadata"]["name"]: r for r in w.items(ns, "roles", RBAC)}
+    wait_for(
+        lambda: (
+            old_role[0]["metadata"]["name"]
+            not in {r["metadata"]["name"] for r in w.items(ns, "roles", RBAC)}
+        ),
+        60,
+        "the old Role deleted",
+    )
+    (role,) = [r for name, r in roles.items() if name.startswith(f"{new.name}-operator-")]
+    assert owner_names(role) == [new.name]
+    assert role["rules"] == rules("configmaps", "secrets")
+    binding = w.kube.get(f"{RBAC}/namespaces/{ns}/rolebindings/{role['metadata']['name']}")
+    assert [s["name"] for s in binding["subjects"]] == ["operator"]
+    # the OperatorCondition's Role, named after the CSV
+    assert owner_names(roles[new.name]) == [new.name]
+    dep = w.deployment(ns, "shared-operator")
+    assert owner_names(dep) == [new.name] and status(dep)["availableReplicas"] == 1
+    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "operator"
