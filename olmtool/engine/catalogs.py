@@ -171,11 +171,11 @@ class Catalogs:
         if state.last_connect:
             connection["lastConnect"] = state.last_connect
         status: JSON = {"connectionState": connection}
-        if service is not None:
-            status["registryService"] = {
-                **service,
-                "createdAt": (old.get("registryService") or {}).get("createdAt", now()),
-            }
+        service = service or {"protocol": "grpc"}  # an address source: OLM records the protocol
+        status["registryService"] = {
+            **service,
+            "createdAt": (old.get("registryService") or {}).get("createdAt", now()),
+        }
         if state.error:
             status["message"] = state.error
             status["reason"] = "ReadCatalogFailed"
@@ -214,6 +214,20 @@ class Catalogs:
             found = self._unpack(bundle)
         state.manifests[bundle.name] = found
         return found
+
+    def properties(self, bundle: resolver.ResolvedBundle) -> list[JSON]:
+        """The bundle's properties as the registry serves them (without its objects)."""
+        state = self.sources.get((bundle.catalog_namespace, bundle.catalog))
+        if state is None or state.config is None:
+            return []
+        for found in state.config.bundles:
+            if found.name == bundle.name and found.package == bundle.package:
+                return [
+                    {"type": p.type, "value": p.value}
+                    for p in found.properties
+                    if p.type not in (dc.PROP_BUNDLE_OBJECT, dc.PROP_CSV_METADATA)
+                ]
+        return []
 
     def _unpack(self, bundle: resolver.ResolvedBundle) -> list[JSON]:
         from olmtool.catalog.render import render_opened  # pulls images: loaded on demand

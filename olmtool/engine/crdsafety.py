@@ -23,11 +23,12 @@ def check_update(kube: Any, existing: JSON, new: JSON) -> None:
     for stored in (existing.get("status") or {}).get("storedVersions") or []:
         if stored not in new_versions:
             raise UnsafeCRDUpdate(
-                f"risk of data loss updating {name!r}: new CRD removes version {stored} "
+                f"risk of data loss updating {name}: new CRD removes version {stored} "
                 "that is listed as a stored version on the existing CRD"
             )
     spec = existing.get("spec") or {}
     group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
+    kind = (spec.get("names") or {}).get("kind")
     for version in spec.get("versions") or []:
         if not version.get("served") or version.get("name") not in new_versions:
             continue
@@ -36,16 +37,16 @@ def check_update(kube: Any, existing: JSON, new: JSON) -> None:
             errors = validate_object(new, item).errors
             if errors:
                 raise UnsafeCRDUpdate(
-                    f"error validating existing CRs against new CRD's schema for {plural!r}: "
-                    f"error validating {spec.get('names', {}).get('kind')} "
-                    f"{_where(item)}: updated validation is too restrictive: {errors[0]}"
+                    f"error validating existing CRs against new CRD's schema: {name}: error "
+                    f"validating custom resource against new schema for {kind} {_where(item)}: "
+                    f"{errors[0]}"
                 )
 
 
 def _where(item: JSON) -> str:
     metadata = item.get("metadata") or {}
     namespace = metadata.get("namespace")
-    return f'"{namespace}/{metadata.get("name")}"' if namespace else f'"{metadata.get("name")}"'
+    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
 
 
 def established(crd: JSON) -> bool:

@@ -36,6 +36,7 @@ from olmtool.engine.objects import (
     V2,
     age,
     annotations_of,
+    emit_event,
     labels_of,
     log,
     name_of,
@@ -107,7 +108,8 @@ class ClusterServiceVersions:
             csv = self._patch_meta(csv, {"annotations": wanted})
         unsupported = unsupported_message(csv, namespace, targets)
         if unsupported is not None:
-            self._phase(csv, "Failed", "UnsupportedOperatorGroup", unsupported)
+            if self._phase(csv, "Failed", "UnsupportedOperatorGroup", unsupported):
+                emit_event(self.kube, csv, "UnsupportedOperatorGroup", unsupported)
             return
         phase = (csv.get("status") or {}).get("phase", "")
         handler = getattr(self, f"_{phase.lower() or 'none'}", None)
@@ -314,7 +316,8 @@ class ClusterServiceVersions:
         reason: str,
         message: str,
         requirement_status: list[JSON] | None = None,
-    ) -> None:
+    ) -> bool:
+        """Write the phase; True when phase or reason changed."""
         old = csv.get("status") or {}
         status = copy.deepcopy(old)
         if requirement_status is not None:
@@ -325,7 +328,8 @@ class ClusterServiceVersions:
             message,
         )
         if not changed and status == old:
-            return
+            return False
+        transition = (old.get("phase"), old.get("reason")) != (phase, reason)
         stamp = now()
         if changed:
             if (old.get("phase"), old.get("reason")) != (phase, reason):
@@ -353,10 +357,11 @@ class ClusterServiceVersions:
             )
         except ApiException as exc:
             if exc.status in (404, 409):  # gone or changed meanwhile: the next round decides
-                return
+                return False
             raise
         csv["status"] = updated.get("status", status)
         csv["metadata"] = updated["metadata"]
+        return transition
 
 
 def ensure_operator_condition(kube: Any, csv: JSON) -> None:

@@ -11,14 +11,20 @@ from typing import Any
 
 from olmtool.engine.objects import (
     JSON,
+    OWNER,
+    OWNER_KIND,
+    OWNER_NAMESPACE,
     PROVIDED_APIS,
+    RBAC,
     V1,
     annotations_of,
     labels_of,
     name_of,
     namespace_of,
     now,
+    owner_labels,
     path,
+    short_hash,
 )
 
 ALL_NAMESPACES = ""
@@ -96,6 +102,90 @@ def provided_apis(csvs: list[JSON]) -> str:
     return ",".join(sorted(apis))
 
 
+VERBS = {
+    "admin": ["*"],
+    "edit": ["create", "update", "patch", "delete"],
+    "view": ["get", "list", "watch"],
+}
+
+
+def _aggregation_key(group: JSON, verb: str) -> str:
+    return f"olm.opgroup.permissions/aggregate-to-{short_hash(group['metadata']['uid'], 16)}-{verb}"
+
+
+def group_cluster_roles(group: JSON) -> list[JSON]:
+    """``<group>-admin|edit|view``: aggregated from the APIs its operators provide."""
+    labels = {
+        OWNER: name_of(group),
+        OWNER_NAMESPACE: namespace_of(group),
+        OWNER_KIND: "OperatorGroup",
+    }
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": f"{name_of(group)}-{verb}", "labels": labels},
+            "aggregationRule": {
+                "clusterRoleSelectors": [{"matchLabels": {_aggregation_key(group, verb): "true"}}]
+            },
+        }
+        for verb in VERBS
+    ]
+
+
+def api_cluster_roles(group: JSON, csvs: list[JSON]) -> list[JSON]:
+    """``<plural>.<group>-<version>-admin|edit|view`` per owned API, aggregated into the
+    cluster's admin/edit/view roles and the OperatorGroup's own."""
+    roles = []
+    for csv in csvs:
+        owned = ((csv.get("spec") or {}).get("customresourcedefinitions") or {}).get("owned") or []
+        for crd in owned:
+            plural, _, api_group = str(crd.get("name", "")).partition(".")
+            for verb, verbs in VERBS.items():
+                labels = {
+                    f"rbac.authorization.k8s.io/aggregate-to-{verb}": "true",
+                    _aggregation_key(group, verb): "true",
+                    **owner_labels(csv),
+                }
+                roles.append(
+                    {
+                        "apiVersion": "rbac.authorization.k8s.io/v1",
+                        "kind": "ClusterRole",
+                        "metadata": {
+                            "name": f"{crd.get('name')}-{crd.get('version')}-{verb}",
+                            "labels": labels,
+                        },
+                        "rules": [
+                            {"apiGroups": [api_group], "resources": [plural], "verbs": verbs}
+                        ],
+                    }
+                )
+    return roles
+
+
+_ENSURED: set[str] = set()  # roles written by this process, as (name, labels) keys
+
+
+def _ensure_cluster_role(kube: Any, role: JSON) -> None:
+    key = f"{name_of(role)} {sorted(labels_of(role).items())}"
+    if key in _ENSURED:
+        return
+    where = path(RBAC, "clusterroles", name=name_of(role))
+    existing = kube.get_or_none(where)
+    if existing is None:
+        kube.create(path(RBAC, "clusterroles"), role)
+    elif labels_of(existing) != {**labels_of(existing), **labels_of(role)}:
+        merged = {
+            **existing,
+            "metadata": {
+                **existing["metadata"],
+                "labels": {**labels_of(existing), **labels_of(role)},
+            },
+        }
+        kube.put(where, merged)
+    _ENSURED.add(key)
+
+
 def sync_group(kube: Any, group: JSON, namespaces: list[JSON], csvs: list[JSON]) -> list[str]:
     """Write the group's ``status.namespaces`` and ``olm.providedAPIs``; its targets."""
     targets = target_namespaces(group, namespaces)
@@ -104,6 +194,8 @@ def sync_group(kube: Any, group: JSON, namespaces: list[JSON], csvs: list[JSON])
     if status.get("namespaces") != targets:
         body = {**group, "status": {**status, "namespaces": targets, "lastUpdated": now()}}
         group = kube.put(path(V1, "operatorgroups", namespace, name_of(group)) + "/status", body)
+    for role in group_cluster_roles(group) + api_cluster_roles(group, csvs):
+        _ensure_cluster_role(kube, role)
     provided = provided_apis(csvs)
     annotations = annotations_of(group)
     if annotations.get(PROVIDED_APIS, "") != provided and (

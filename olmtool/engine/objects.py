@@ -133,3 +133,30 @@ def api_message(exc: ApiException) -> str:
 def split_api_version(api_version: str) -> tuple[str, str]:
     group, _, version = api_version.rpartition("/")
     return group, version
+
+
+def emit_event(kube: Any, obj: JSON, reason: str, message: str, kind: str = "Warning") -> None:
+    """A core Event about ``obj`` (best effort: an event that cannot be written is dropped)."""
+    stamp = now()
+    namespace = namespace_of(obj) or name_of(obj)  # a Namespace's events live in it
+    body = {
+        "metadata": {"generateName": f"{name_of(obj)}.", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion", "v1"),
+            "kind": obj.get("kind", ""),
+            "name": name_of(obj),
+            "namespace": namespace_of(obj),
+            "uid": (obj.get("metadata") or {}).get("uid", ""),
+        },
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "source": {"component": "operator-lifecycle-manager"},
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+    try:
+        kube.create(f"/api/v1/namespaces/{namespace}/events", body)
+    except ApiException as exc:
+        log.debug("event %s on %s not written: %s", reason, name_of(obj), api_message(exc))

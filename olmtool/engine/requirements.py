@@ -101,8 +101,21 @@ def _allowed(kube: Any, user: str, groups: list[str], check: JSON) -> bool:
 def _account_requirement(kube: Any, csv: JSON, account: str, rules: list[tuple[str, JSON]]) -> JSON:
     namespace = namespace_of(csv)
     entry = {"group": "", "version": "v1", "kind": "ServiceAccount", "name": account}
-    if kube.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}") is None:
+    found = kube.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}")
+    if found is None:
         return {**entry, "status": "NotPresent", "message": "Service account does not exist"}
+    owners = [
+        r
+        for r in found.get("metadata", {}).get("ownerReferences") or []
+        if r.get("kind") == "ClusterServiceVersion"
+    ]
+    if owners and all(r.get("uid") != csv["metadata"].get("uid") for r in owners):
+        # another CSV's account (its InstallPlan did not get to this CSV's RBAC steps)
+        return {
+            **entry,
+            "status": "PresentNotSatisfied",
+            "message": "Service account is owned by another ClusterServiceVersion",
+        }
     user = f"system:serviceaccount:{namespace}:{account}"
     groups = [
         "system:serviceaccounts",

@@ -16,6 +16,7 @@ from olmtool.engine.objects import JSON, name_of, short_hash, split_api_version
 from olmtool.olm.resolver import ResolvedBundle
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
+PROPERTIES = "operatorframework.io/properties"
 UNKNOWN = "Unknown"
 
 
@@ -25,12 +26,34 @@ def rbac_name(csv_name: str, account: str, rules: Any) -> str:
     return f"{csv_name}-{account}"[: 63 - len(suffix) - 1].rstrip("-.") + "-" + suffix
 
 
-def csv_for_install(csv: JSON, bundle: ResolvedBundle) -> JSON:
-    """The CSV as the InstallPlan creates it: no namespace, the resolver's replaces."""
+def api_labels(csv: JSON, properties: list[JSON]) -> dict[str, str]:
+    """``olm.api.<hash>``: ``provided`` for each owned API, ``required`` for each required."""
+    crds = (csv.get("spec") or {}).get("customresourcedefinitions") or {}
+    labels = {}
+    for key, role in (("required", "required"), ("owned", "provided")):
+        for crd in crds.get(key) or []:
+            group = str(crd.get("name", "")).partition(".")[2]
+            api = f"{crd.get('kind')}.{crd.get('version')}.{group}"
+            labels[f"olm.api.{short_hash(api, 16)}"] = role
+    for prop in properties:
+        if prop.get("type") == "olm.gvk.required":
+            value = prop.get("value") or {}
+            api = f"{value.get('kind')}.{value.get('version')}.{value.get('group')}"
+            labels.setdefault(f"olm.api.{short_hash(api, 16)}", "required")
+    return labels
+
+
+def csv_for_install(csv: JSON, bundle: ResolvedBundle, properties: list[JSON] = ()) -> JSON:
+    """The CSV as the InstallPlan creates it: no namespace, the resolver's replaces, the
+    bundle's properties as the ``operatorframework.io/properties`` annotation."""
     result = copy.deepcopy(csv)
     metadata = result.setdefault("metadata", {})
     for key in ("namespace", "resourceVersion", "uid", "creationTimestamp"):
         metadata.pop(key, None)
+    if properties:
+        text = json.dumps({"properties": list(properties)}, separators=(",", ":"))
+        metadata.setdefault("annotations", {})[PROPERTIES] = text
+    metadata["labels"] = {**(metadata.get("labels") or {}), **api_labels(csv, list(properties))}
     spec = result.setdefault("spec", {})
     if bundle.replaces:
         spec["replaces"] = bundle.replaces
@@ -79,12 +102,36 @@ def service_accounts(csv: JSON) -> list[str]:
     return sorted(names)
 
 
+def dependency_subscription(bundle: ResolvedBundle, namespace: str, approval: str) -> JSON:
+    """The Subscription OLM generates for a bundle pulled in as a dependency:
+    ``<package>-<channel>-<catalog>-<catalog namespace>``, starting at that bundle."""
+    name = f"{bundle.package}-{bundle.channel}-{bundle.catalog}-{bundle.catalog_namespace}"
+    return {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "Subscription",
+        "metadata": {"name": name[:253], "namespace": namespace},
+        "spec": {
+            "channel": bundle.channel,
+            "installPlanApproval": approval,
+            "name": bundle.package,
+            "source": bundle.catalog,
+            "sourceNamespace": bundle.catalog_namespace,
+            "startingCSV": bundle.name,
+        },
+    }
+
+
 def build_steps(
-    bundle: ResolvedBundle, manifests: list[JSON], source: str, source_namespace: str
+    bundle: ResolvedBundle,
+    manifests: list[JSON],
+    properties: list[JSON] = (),
+    subscription: JSON | None = None,
 ) -> list[JSON]:
-    """Every step of one bundle, in the order the InstallPlan executes them."""
+    """Every step of one bundle, in the order the InstallPlan executes them (with the
+    Subscription OLM generates when the bundle is a dependency)."""
+    source, source_namespace = bundle.catalog, bundle.catalog_namespace
     csv = next(m for m in manifests if m.get("kind") == "ClusterServiceVersion")
-    objects: list[JSON] = [csv_for_install(csv, bundle)]
+    objects: list[JSON] = [csv_for_install(csv, bundle, properties)]
     objects += [m for m in manifests if m.get("kind") == "CustomResourceDefinition"]
     accounts_done: set[str] = set()
     for namespaced in (True, False):
@@ -100,6 +147,8 @@ def build_steps(
         for m in manifests
         if m.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")
     ]
+    if subscription is not None:
+        objects.append(subscription)
     return [_step(bundle.name, obj, source, source_namespace) for obj in objects]
 
 

@@ -37,7 +37,7 @@ from olmtool.engine.objects import (
     path,
     set_condition,
 )
-from olmtool.engine.steps import build_steps
+from olmtool.engine.steps import build_steps, dependency_subscription
 from olmtool.errors import OlmtoolError
 from olmtool.olm import resolver
 from olmtool.olm.source import CatalogSourceUnavailable
@@ -87,9 +87,9 @@ class Subscriptions:
     def sync(self, namespace: Namespace, existing_apis: set[GVK]) -> None:
         subs = sorted(namespace.subscriptions, key=name_of)
         csv_names = {name_of(c) for c in namespace.csvs if COPIED_FROM not in labels_of(c)}
-        health = self._catalog_health(subs)
+        health = self._catalog_health(namespace.name)
         inputs = [self._resolver_input(sub, csv_names, namespace) for sub in subs]
-        if not all(h["healthy"] for h in health.values()) and not self._all_known(subs):
+        if not self._all_known(subs):
             for sub in subs:
                 self._write(sub, self._status(sub, health, namespace.plans, None))
             return
@@ -159,25 +159,26 @@ class Subscriptions:
         matches = sorted(names & csv_names)
         return matches[-1] if matches else ""
 
-    def _catalog_health(self, subs: list[JSON]) -> dict[tuple[str, str], JSON]:
-        health = {}
-        for sub in subs:
-            spec = sub.get("spec") or {}
-            key = (
-                str(spec.get("sourceNamespace") or namespace_of(sub)),
-                str(spec.get("source") or ""),
-            )
-            state = self.catalogs.state_of(*key)
-            health[key] = {
+    def _catalog_health(self, namespace: str) -> list[JSON]:
+        """catalogHealth: every CatalogSource the namespace sees. Like OLM v0.18, only a
+        connection in TRANSIENT_FAILURE counts as unhealthy (IDLE and CONNECTING do not)."""
+        states = [
+            s
+            for s in self.catalogs.sources.values()
+            if s.namespace in (namespace, self.global_namespace)
+        ]
+        return [
+            {
                 "catalogSourceRef": {
                     "apiVersion": "operators.coreos.com/v1alpha1",
                     "kind": "CatalogSource",
-                    "name": key[1],
-                    "namespace": key[0],
+                    "name": state.name,
+                    "namespace": state.namespace,
                 },
-                "healthy": bool(state is not None and state.usable and state.state == "READY"),
+                "healthy": state.state != "TRANSIENT_FAILURE" or state.usable,
             }
-        return health
+            for state in sorted(states, key=lambda s: (s.namespace, s.name))
+        ]
 
     def _all_known(self, subs: list[JSON]) -> bool:
         """Every Subscription's catalog has been read at least once (resolution can run)."""
@@ -199,11 +200,16 @@ class Subscriptions:
         for plan in namespace.plans:
             if sorted((plan.get("spec") or {}).get("clusterServiceVersionNames") or []) == names:
                 return plan
+        manual = any((s.get("spec") or {}).get("installPlanApproval") == "Manual" for s in subs)
         steps = []
         for bundle in bundles:
             manifests = self.catalogs.manifests(bundle.catalog_namespace, bundle.catalog, bundle)
-            steps += build_steps(bundle, manifests, bundle.catalog, bundle.catalog_namespace)
-        manual = any((s.get("spec") or {}).get("installPlanApproval") == "Manual" for s in subs)
+            properties = self.catalogs.properties(bundle)
+            generated = None
+            if not bundle.subscription:
+                approval = "Manual" if manual else "Automatic"
+                generated = dependency_subscription(bundle, namespace.name, approval)
+            steps += build_steps(bundle, manifests, properties, generated)
         first = bundles[0]
         body = {
             "apiVersion": "operators.coreos.com/v1alpha1",
@@ -248,33 +254,11 @@ class Subscriptions:
 
     # --- status ----------------------------------------------------------------------------
 
-    def _status(
-        self, sub: JSON, health: dict[tuple[str, str], JSON], plans: list[JSON], plan: JSON | None
-    ) -> JSON:
+    def _status(self, sub: JSON, health: list[JSON], plans: list[JSON], plan: JSON | None) -> JSON:
         status = copy.deepcopy(sub.get("status") or {})
         conditions = status.get("conditions") or []
-        status["catalogHealth"] = [
-            {**h, "lastUpdated": _kept_time(status, h)} for h in health.values()
-        ]
-        unhealthy = [h for h in health.values() if not h["healthy"]]
-        conditions = set_condition(
-            conditions,
-            {
-                "type": "CatalogSourcesUnhealthy",
-                "status": "True" if unhealthy else "False",
-                "reason": "UnhealthyCatalogSourceFound"
-                if unhealthy
-                else "AllCatalogSourcesHealthy",
-                "message": "targeted catalogsource "
-                + ", ".join(
-                    f"{h['catalogSourceRef']['namespace']}/{h['catalogSourceRef']['name']}"
-                    for h in unhealthy
-                )
-                + " unhealthy"
-                if unhealthy
-                else "all available catalogsources are healthy",
-            },
-        )
+        status["catalogHealth"] = [{**h, "lastUpdated": _kept_time(status, h)} for h in health]
+        conditions = set_condition(conditions, _health_condition(sub, health))
         status["conditions"] = drop_condition(conditions, "ResolutionFailed")
         if plan is None:
             ref = (status.get("installPlanRef") or {}).get("name")
@@ -328,7 +312,7 @@ class Subscriptions:
         self,
         namespace: Namespace,
         subs: list[JSON],
-        health: dict[tuple[str, str], JSON],
+        health: list[JSON],
         reason: str,
         message: str,
     ) -> None:
@@ -380,6 +364,37 @@ class Subscriptions:
         except ApiException as exc:
             if exc.status != 409:  # changed meanwhile: the next round writes again
                 raise
+
+
+def _health_condition(sub: JSON, health: list[JSON]) -> JSON:
+    """CatalogSourcesUnhealthy, with OLM's reasons and messages."""
+    spec = sub.get("spec") or {}
+    target = {
+        "namespace": str(spec.get("sourceNamespace") or namespace_of(sub)),
+        "name": str(spec.get("source") or ""),
+    }
+    refs = [{k: h["catalogSourceRef"][k] for k in ("namespace", "name")} for h in health]
+    unhealthy = [h["catalogSourceRef"] for h in health if not h["healthy"]]
+    condition = {"type": "CatalogSourcesUnhealthy", "status": "True"}
+    if not health:
+        reason, message = (
+            "NoCatalogSourcesFound",
+            "dependency resolution requires at least one catalogsource",
+        )
+    elif target not in refs:
+        reason = "CatalogSourcesDeleted"
+        message = f"targeted catalogsource {target['namespace']}/{target['name']} missing"
+    elif unhealthy:
+        reason = "UnhealthyCatalogSourceFound"
+        message = (
+            "targeted catalogsource "
+            + ", ".join(f"{r['namespace']}/{r['name']}" for r in unhealthy)
+            + " unhealthy"
+        )
+    else:
+        condition["status"] = "False"
+        reason, message = "AllCatalogSourcesHealthy", "all available catalogsources are healthy"
+    return {**condition, "reason": reason, "message": message}
 
 
 def _plan_conditions(conditions: list[JSON], plan: JSON | None) -> list[JSON]:

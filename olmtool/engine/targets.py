@@ -21,6 +21,7 @@ from olmtool.engine.objects import (
     COPIED_FROM,
     JSON,
     RBAC,
+    TARGET_NAMESPACES,
     V1ALPHA1,
     labels_of,
     name_of,
@@ -44,7 +45,12 @@ def copied_csv(csv: JSON, namespace: str) -> JSON:
             "name": name_of(csv),
             "namespace": namespace,
             "labels": labels,
-            "annotations": dict(metadata.get("annotations") or {}),
+            # the copy does not watch anything itself: no olm.targetNamespaces
+            "annotations": {
+                k: v
+                for k, v in (metadata.get("annotations") or {}).items()
+                if k != TARGET_NAMESPACES
+            },
         },
         "spec": copy.deepcopy(csv.get("spec") or {}),
     }
@@ -139,7 +145,8 @@ def sync_rbac(kube: Any, csv: JSON, targets: list[str], copies: dict[str, JSON])
             }
             binding = _binding("RoleBinding", name, "Role", account, own)
             for obj, plural in ((role, "roles"), (binding, "rolebindings")):
-                obj["metadata"].update(ownerReferences=owner, labels=owner_labels(csv))
+                labels = {**owner_labels(csv), COPIED_FROM: own}
+                obj["metadata"].update(ownerReferences=owner, labels=labels)
                 _ensure(kube, path(RBAC, plural, namespace), obj)
 
 

@@ -5,7 +5,6 @@ probe, then approval hop by hop to the head with the data intact."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
