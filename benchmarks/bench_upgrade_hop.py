@@ -11,10 +11,10 @@ upgrade InstallPlan, approval, new CSV Succeeded, Deployment rolled, example Rea
 read back). Target: under 15 s per hop.
 
 The cluster is ``--kubeconfig``, else ``$KUBECONFIG``; with neither, a fresh named local
-cluster in a temporary directory (cached control-plane assets). The cluster needs OLM:
-``--olm DIR`` runs real OLM v0.18.3 (``olm`` and ``catalog`` from DIR, e.g.
-``../shared/peers``) against it for the benchmark's duration, and is the default for the
-fresh cluster when ``../shared/peers`` exists. The operator's images are built and pushed
+cluster in a temporary directory (cached control-plane assets), which runs olmtool's OLM
+engine. ``--olm DIR`` runs real OLM v0.18.3 (``olm`` and ``catalog`` from DIR, e.g.
+``../shared/peers``) instead, for the benchmark's duration (the fresh cluster then starts
+without the engine). The operator's images are built and pushed
 to the fresh cluster's registry, or to ``--push-images REGISTRY``.
 
 The catalog is ``--catalog`` (directory, host:port or image), by default the repository's
@@ -54,7 +54,6 @@ from tests.e2e import test_real_olm as real  # noqa: E402
 
 console = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 130)
 PACKAGE = "etcd-operator"
-PEERS = REPO.parent / "shared" / "peers"
 TARGET_HOP_SECONDS = 15.0
 
 
@@ -176,11 +175,14 @@ def main() -> None:
         kubeconfig, registry, olm = args.kubeconfig, args.push_images, args.olm
         if kubeconfig is None:
             cluster = local.up(
-                "upgrade-bench", root=workdir, assets=ensure_assets(), registry_port=0
+                "upgrade-bench",
+                root=workdir,
+                assets=ensure_assets(),
+                registry_port=0,
+                engine=olm is None,
             )
             stack.callback(local.down, "upgrade-bench", root=workdir, delete=True)
             kubeconfig, registry = Path(cluster.kubeconfig), registry or cluster.registry
-            olm = olm or (PEERS if (PEERS / "catalog").exists() else None)
         if registry:
             built = image_build(
                 config=REPO / "olmtool.yaml", bundle_tags=True, push=True, registry=registry
@@ -189,6 +191,12 @@ def main() -> None:
         if olm is not None:
             logs = Path(tempfile.mkdtemp(prefix="olmtool-upgrade-bench-olm-"))
             stack.enter_context(real_olm(Path(kubeconfig), olm, logs))
+        engine = (
+            f"real OLM from {olm}"
+            if olm
+            else "the cluster's (olmtool's engine unless --kubeconfig)"
+        )
+        console.print(f"OLM: {engine}")
         code = benchmark(Path(kubeconfig), args.catalog, args.runs, args.timeout)
     sys.exit(code)
 

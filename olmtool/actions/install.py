@@ -5,8 +5,11 @@
 'etcd-operator.v0.2.0'
 
 Works against any cluster with OLM (``kubeconfig``, else ``$KUBECONFIG``, else the local
-cluster ``olmtool``). ``catalog`` is a registry address (``host:port``) or a catalog
-image; the CatalogSource is ``<package>-catalog`` in the install namespace.
+cluster ``olmtool``). ``catalog`` is a registry address (``host:port``), a catalog
+image, or a catalog directory: on the local cluster a directory is pushed to the cluster's
+registry as a catalog image (``localhost:5000/olmtool/catalogs/<package>:<digest>``), which
+the engine serves with ``olmtool catalog serve`` in a pod, as OLM runs a catalog image; the
+CatalogSource is ``<package>-catalog`` in the install namespace.
 
 The Subscription names its channel: without ``channel``, the package's default channel
 read from the registry (for an image catalog, only when given). OLM v0 offers upgrades
@@ -38,6 +41,7 @@ from olmtool.olm import (
     subscribe,
 )
 from olmtool.olm import uninstall as remove_operator
+from olmtool.serve import start_server
 
 
 @dataclass
@@ -86,6 +90,30 @@ def _catalog_kind(catalog: str) -> tuple[str, str]:
             argument="catalog",
         ) from None
     return "image", catalog
+
+
+def _push_catalog_dir(root: Path, package: str, kubeconfig: Path | None) -> str:
+    """The directory as a catalog image in the local cluster's registry; its reference
+    under the registry's ``localhost:5000`` alias (what the node agent pulls)."""
+    from olmtool.catalog.publish import catalog_image
+    from olmtool.images import push
+
+    cluster = local.read_cluster(local.DEFAULT_NAME)
+    is_local = cluster is not None and (
+        kubeconfig is None or Path(kubeconfig).resolve() == Path(cluster.kubeconfig).resolve()
+    )
+    if cluster is None or not is_local or not cluster.registry:
+        raise ArgumentError(
+            f"a catalog directory ({root}) installs only on the local cluster with its "
+            "registry; for another cluster publish it as an image "
+            "(olmtool catalog publish --image REF --push) and pass that image",
+            argument="catalog",
+        )
+    image = catalog_image(root)
+    tag = image.digest.removeprefix("sha256:")[:12]
+    repository = f"olmtool/catalogs/{package}:{tag}"
+    push(image, f"{cluster.registry}/{repository}")
+    return f"localhost:5000/{repository}"
 
 
 def _channel(address: str | None, package: str, channel: str) -> str:
@@ -145,9 +173,15 @@ def install(
         raise ArgumentError(f'"{approval}" is not Automatic or Manual', argument="approval")
     namespace = namespace or package
     mode = InstallMode.parse(install_mode, namespace)
-    kind, source = _catalog_kind(catalog)
-    channel = _channel(source if kind == "address" else None, package, channel)
-    starting = _starting_csv(source if kind == "address" else None, package, channel, version)
+    if Path(catalog).is_dir():
+        kind, source = "image", _push_catalog_dir(Path(catalog), package, kubeconfig)
+        with start_server(catalog, grpc_port=0, http_port=None, host="127.0.0.1") as server:
+            channel = _channel(server.grpc_address, package, channel)
+            starting = _starting_csv(server.grpc_address, package, channel, version)
+    else:
+        kind, source = _catalog_kind(catalog)
+        channel = _channel(source if kind == "address" else None, package, channel)
+        starting = _starting_csv(source if kind == "address" else None, package, channel, version)
     started = time.monotonic()
     kube = Kube(resolve_kubeconfig(kubeconfig))
     name = f"{package}-catalog"

@@ -40,7 +40,8 @@ def up(
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
     no_olm: bool = typer.Option(
-        False, "--no-olm",
+        False,
+        "--no-olm",
         help="Neither OLM's API (the operators.coreos.com CRDs) nor olmtool's OLM engine.",
     ),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for health."),

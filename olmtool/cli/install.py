@@ -18,7 +18,9 @@ KubeconfigOption = typer.Option(
 def install(
     package: str = typer.Argument(..., help="Package name in the catalog."),
     catalog: str = typer.Option(
-        ..., "--catalog", help="Registry address host:port, or a catalog image."
+        ...,
+        "--catalog",
+        help="Catalog directory (local cluster), registry address host:port, or catalog image.",
     ),
     channel: str = typer.Option("", "--channel", help="Channel (default: the package's default)."),
     version: str = typer.Option("", "--version", help="Install this version (startingCSV)."),
@@ -38,7 +40,7 @@ def install(
     """Install an operator through OLM: CatalogSource, OperatorGroup, Subscription, then
     wait until its ClusterServiceVersion succeeds (or say why OLM failed it).
 
-    Example: olmtool install etcd-operator --catalog 127.0.0.1:50051 --version 0.2.0 --approval Manual
+    Example: olmtool install etcd-operator --catalog catalog --version 0.2.0 --approval Manual
     """
     result = with_progress(
         f"installing {package}",

@@ -151,12 +151,14 @@ def up(
     registry_port: int | None = DEFAULT_REGISTRY_PORT,
     node: bool = True,
     olm_crds: bool = True,
+    engine: bool = True,
     progress: Progress | None = None,
     timeout: float = 120.0,
 ) -> Cluster:
     """Start the cluster ``name`` (or return it if it already runs); ``registry_port``
     None runs no registry, 0 picks a free port; ``olm_crds`` installs OLM's CRDs (also on
-    a running cluster; False removes none that are there)."""
+    a running cluster; False removes none that are there) and ``engine`` (with them)
+    starts olmtool's OLM engine (False: to run real OLM on the cluster)."""
     say = progress or (lambda _message: None)
     state_dir = cluster_dir(name, root)
     existing = read_cluster(name, root)
@@ -164,7 +166,7 @@ def up(
         say("already running")
         if olm_crds:
             _install_olm_crds(existing, say, timeout)
-            if "olm-engine" not in existing.components:
+            if engine and "olm-engine" not in existing.components:
                 _start_engine(existing, state_dir, say)
                 _save(existing)
         return existing
@@ -203,7 +205,8 @@ def up(
         if olm_names:
             say("waiting for OLM's CRDs to be Established")
             wait_established(_api(cluster), olm_names, timeout)
-            _start_engine(cluster, state_dir, say)
+            if engine:
+                _start_engine(cluster, state_dir, say)
     except BaseException:
         _record(cluster, plane)
         _stop_components(cluster)

@@ -55,6 +55,8 @@ class SourceState:
     last_connect: str = ""
     error: str = ""
     priority: int = 0
+    failures: int = 0
+    retry_at: float = 0.0
     manifests: dict[str, list[JSON]] = field(default_factory=dict)
 
     @property
@@ -108,14 +110,20 @@ class Catalogs:
             state.address, state.model, state.config, state.fetched_at = address, None, None, 0.0
             state.manifests.clear()
         interval = _poll_interval(spec) or self.refresh
-        if address and (state.model is None or time.monotonic() - state.fetched_at > interval):
+        due = state.model is None or time.monotonic() - state.fetched_at > interval
+        if address and due and time.monotonic() >= state.retry_at:
             self._connect(state)
+            # a server that does not answer is asked again after 1, 2, 4 ... 16 s
+            state.failures = 0 if state.state == READY else state.failures + 1
+            state.retry_at = time.monotonic() + (
+                min(16, 2 ** (state.failures - 1)) if state.failures else 0
+            )
         elif not address:
             state.state = "CONNECTING"
         self._write_status(source, state, service)
 
     def _connect(self, state: SourceState) -> None:
-        connection = probe_address(state.address, timeout=2.0)
+        connection = probe_address(state.address, timeout=1.0)
         state.state = connection.last_observed_state
         if state.state != READY:
             state.model = None if state.fetched_at == 0 else state.model

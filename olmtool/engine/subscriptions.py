@@ -160,8 +160,9 @@ class Subscriptions:
         return matches[-1] if matches else ""
 
     def _catalog_health(self, namespace: str) -> list[JSON]:
-        """catalogHealth: every CatalogSource the namespace sees. Like OLM v0.18, only a
-        connection in TRANSIENT_FAILURE counts as unhealthy (IDLE and CONNECTING do not)."""
+        """catalogHealth: every CatalogSource the namespace sees. As in OLM v0.18, a source
+        is healthy once its registry service is recorded, connected or not (real OLM was
+        seen calling a source nobody serves healthy)."""
         states = [
             s
             for s in self.catalogs.sources.values()
@@ -175,7 +176,7 @@ class Subscriptions:
                     "name": state.name,
                     "namespace": state.namespace,
                 },
-                "healthy": state.state != "TRANSIENT_FAILURE" or state.usable,
+                "healthy": bool(state.address) or state.usable or state.state != "",
             }
             for state in sorted(states, key=lambda s: (s.namespace, s.name))
         ]
