@@ -92,17 +92,27 @@ def _catalog_kind(catalog: str) -> tuple[str, str]:
     return "image", catalog
 
 
+def _local_cluster(kubeconfig: Path | None) -> local.Cluster | None:
+    """The local cluster ``kubeconfig`` belongs to (None: the default one), if any."""
+    if kubeconfig is None:
+        return local.read_cluster(local.DEFAULT_NAME)
+    wanted = Path(kubeconfig).resolve()
+    root = local.clusters_root()
+    for name in sorted(p.name for p in root.iterdir()) if root.is_dir() else []:
+        cluster = local.read_cluster(name)
+        if cluster is not None and Path(cluster.kubeconfig).resolve() == wanted:
+            return cluster
+    return None
+
+
 def _push_catalog_dir(root: Path, package: str, kubeconfig: Path | None) -> str:
     """The directory as a catalog image in the local cluster's registry; its reference
     under the registry's ``localhost:5000`` alias (what the node agent pulls)."""
     from olmtool.catalog.publish import catalog_image
     from olmtool.images import push
 
-    cluster = local.read_cluster(local.DEFAULT_NAME)
-    is_local = cluster is not None and (
-        kubeconfig is None or Path(kubeconfig).resolve() == Path(cluster.kubeconfig).resolve()
-    )
-    if cluster is None or not is_local or not cluster.registry:
+    cluster = _local_cluster(kubeconfig)
+    if cluster is None or not cluster.registry:
         raise ArgumentError(
             f"a catalog directory ({root}) installs only on the local cluster with its "
             "registry; for another cluster publish it as an image "

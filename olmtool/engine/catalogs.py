@@ -144,7 +144,7 @@ class Catalogs:
     def _ensure_image_pod(self, source: JSON, image: str) -> tuple[str, JSON]:
         """The serving pod and Service of an image source; the pod's address once it runs."""
         namespace, name = namespace_of(source), name_of(source)
-        pod_name = f"{name}-{short_hash(image, 5)}"
+        pod_name = f"{name}-{short_hash(_serving_pod(source, '', image)['spec'], 5)}"
         pods = self.kube.get(
             path("/api/v1", "pods", namespace), labelSelector=f"{SOURCE_LABEL}={name}"
         ).get("items", [])
@@ -285,7 +285,7 @@ def _same(old: JSON, new: JSON) -> bool:
 def _serving_pod(source: JSON, pod_name: str, image: str) -> JSON:
     name = name_of(source)
     command = ["python", "-m", "olmtool", "catalog", "serve", "/configs"]
-    command += ["--port", str(GRPC_PORT), "--http-port", "0", "--quiet"]
+    command += ["--host", "0.0.0.0", "--port", str(GRPC_PORT), "--http-port", "0", "--quiet"]
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -364,8 +364,41 @@ class ClusterServiceVersions:
         return transition
 
 
+def _condition_rbac(kube: Any, csv: JSON, accounts: list[str]) -> None:
+    """The Role and RoleBinding, named after the CSV, that let its operator update its
+    OperatorCondition."""
+    namespace, name = namespace_of(csv), name_of(csv)
+    verbs = ["get", "update", "patch"]
+    group = "operators.coreos.com"
+    meta = {"name": name, "namespace": namespace, "ownerReferences": [owner_reference(csv)]}
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": meta,
+        "rules": [
+            {"apiGroups": [group], "resources": [r], "resourceNames": [name], "verbs": verbs}
+            for r in ("operatorconditions", "operatorconditions/status")
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": a, "namespace": namespace} for a in accounts
+        ],
+    }
+    for body, plural in ((role, "roles"), (binding, "rolebindings")):
+        try:
+            kube.create(path("/apis/rbac.authorization.k8s.io/v1", plural, namespace), body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+
 def ensure_operator_condition(kube: Any, csv: JSON) -> None:
-    """The OperatorCondition (v2) named after the CSV, owned by it."""
+    """The OperatorCondition (v2) named after the CSV, owned by it, and its RBAC."""
     namespace = namespace_of(csv)
     where = path(V2, "operatorconditions", namespace, name_of(csv))
     if kube.get_or_none(where) is not None:
@@ -393,6 +426,7 @@ def ensure_operator_condition(kube: Any, csv: JSON) -> None:
             ),
         },
     }
+    _condition_rbac(kube, csv, body["spec"]["serviceAccounts"])
     try:
         kube.create(path(V2, "operatorconditions", namespace), body)
     except ApiException as exc:

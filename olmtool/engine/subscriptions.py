@@ -28,6 +28,7 @@ from olmtool.engine.objects import (
     V1ALPHA1,
     api_message,
     drop_condition,
+    emit_event,
     labels_of,
     log,
     name_of,
@@ -93,6 +94,12 @@ class Subscriptions:
             for sub in subs:
                 self._write(sub, self._status(sub, health, namespace.plans, None))
             return
+        if self._installing(inputs, namespace):
+            # OLM resolves the next upgrade once the installed CSV has succeeded
+            for sub, wanted in zip(subs, inputs, strict=True):
+                status = self._status(sub, health, namespace.plans, None)
+                self._write(sub, self._with_csvs(status, wanted, None, csv_names))
+            return
         resolution = resolver.resolve_namespace(
             namespace.name,
             self.catalogs.visible(namespace.name, self.global_namespace),
@@ -122,6 +129,19 @@ class Subscriptions:
             status = self._status(sub, health, namespace.plans, plan if bundle else None)
             status = self._with_csvs(status, wanted, bundle, csv_names)
             self._write(sub, status)
+
+    def _installing(self, inputs: list[resolver.Subscription], namespace: Namespace) -> bool:
+        """Whether a Subscription's installed CSV is still on its way to Succeeded."""
+        phases = {
+            name_of(c): (c.get("status") or {}).get("phase", "")
+            for c in namespace.csvs
+            if COPIED_FROM not in labels_of(c)
+        }
+        return any(
+            sub.installed_csv
+            and phases.get(sub.installed_csv) in ("", "Pending", "InstallReady", "Installing")
+            for sub in inputs
+        )
 
     # --- inputs -----------------------------------------------------------------------------
 
@@ -332,25 +352,8 @@ class Subscriptions:
         if self._warned.get(namespace.name) != message:
             self._warned[namespace.name] = message
             log.warning("resolution failed in %s: %s", namespace.name, message)
-            self._event(namespace.name, reason, message)
-
-    def _event(self, namespace: str, reason: str, message: str) -> None:
-        stamp = now()
-        body = {
-            "metadata": {"generateName": f"{namespace}.", "namespace": namespace},
-            "involvedObject": {"kind": "Namespace", "name": namespace, "apiVersion": "v1"},
-            "reason": "ResolutionFailed",
-            "message": message,
-            "type": "Warning",
-            "source": {"component": "operator-lifecycle-manager"},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
-        try:
-            self.kube.create(f"/api/v1/namespaces/{namespace}/events", body)
-        except ApiException as exc:
-            log.debug("event for %s not written: %s (%s)", namespace, api_message(exc), reason)
+            found = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace.name}}
+            emit_event(self.kube, found, "ResolutionFailed", message)
 
     def _write(self, sub: JSON, status: JSON) -> None:
         old = sub.get("status") or {}

@@ -1,5 +1,5 @@
 """``olmtool test upgrade --from/--all``: start versions, probes, the JUnit report and the
-summary, on fake runs (no cluster; the real runs are in tests/e2e/test_upgrade_real_olm)."""
+summary, on fake runs (no cluster; the real runs are in tests/e2e/test_upgrade_olm)."""
 
 from __future__ import annotations
 
