@@ -289,13 +289,18 @@ def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
     if plane.kubelet_serving:  # the kubelet API, for kubectl logs and exec
         args.append(f"--tls-cert-file={plane.kubelet_serving.cert}")
         args.append(f"--tls-private-key-file={plane.kubelet_serving.key}")
-    with (state_dir / "node-agent.log").open("ab") as log:
+    _detach(cluster, "node-agent", args, state_dir / "node-agent.log")
+    cluster.node = NODE_NAME
+
+
+def _detach(cluster: Cluster, component: str, args: list[str], log_file: Path) -> None:
+    """Start ``args`` in a session of its own, logging to ``log_file``, as ``component``."""
+    with log_file.open("ab") as log:
         process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
-    cluster.components["node-agent"] = Component(process.pid, _start_time(process.pid) or 0)
-    cluster.node = NODE_NAME
+    cluster.components[component] = Component(process.pid, _start_time(process.pid) or 0)
 
 
 def _start_engine(cluster: Cluster, state_dir: Path, say: Progress) -> None:
@@ -305,12 +310,7 @@ def _start_engine(cluster: Cluster, state_dir: Path, say: Progress) -> None:
     args = [sys.executable, "-m", "olmtool.engine", f"--kubeconfig={cluster.kubeconfig}"]
     if cluster.registry:
         args.append(f"--registry={cluster.registry}")
-    with (state_dir / "olm-engine.log").open("ab") as log:
-        process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    cluster.components["olm-engine"] = Component(process.pid, _start_time(process.pid) or 0)
+    _detach(cluster, "olm-engine", args, state_dir / "olm-engine.log")
 
 
 def _api_get(cluster: Cluster, path: str) -> dict[str, object] | None:
