@@ -145,7 +145,7 @@ def emit_event(kube: Any, obj: JSON, reason: str, message: str, kind: str = "War
             "apiVersion": obj.get("apiVersion", "v1"),
             "kind": obj.get("kind", ""),
             "name": name_of(obj),
-            "namespace": namespace_of(obj),
+            "namespace": namespace,  # a Namespace's own name, as the apiserver requires
             "uid": (obj.get("metadata") or {}).get("uid", ""),
         },
         "reason": reason,
@@ -159,4 +159,4 @@ def emit_event(kube: Any, obj: JSON, reason: str, message: str, kind: str = "War
     try:
         kube.create(f"/api/v1/namespaces/{namespace}/events", body)
     except ApiException as exc:
-        log.debug("event %s on %s not written: %s", reason, name_of(obj), api_message(exc))
+        log.warning("event %s on %s not written: %s", reason, name_of(obj), api_message(exc))

@@ -352,8 +352,10 @@ class Subscriptions:
         if self._warned.get(namespace.name) != message:
             self._warned[namespace.name] = message
             log.warning("resolution failed in %s: %s", namespace.name, message)
-            found = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace.name}}
-            emit_event(self.kube, found, "ResolutionFailed", message)
+            found = self.kube.get_or_none(f"/api/v1/namespaces/{namespace.name}")
+            if found is not None:  # OLM v0.18 reports it on the Namespace
+                found.update(apiVersion="v1", kind="Namespace")
+                emit_event(self.kube, found, "ResolutionFailed", message)
 
     def _write(self, sub: JSON, status: JSON) -> None:
         old = sub.get("status") or {}
