@@ -10,16 +10,20 @@ resolution per hop.
 Scenarios covered (numbers of section 6): 3 skipRange upgrade, 5 startingCSV then upgrade,
 6 multi-hop upgrade, 14 Deployments on upgrade, 19 CRD upgrade allowed vs blocked by
 stored-version loss, and an incompatible schema, 20 RBAC changes across an upgrade,
-22 ServiceAccount shared by the old and new CSV.
+22 ServiceAccount shared by the old and new CSV; and, on olmtool's engine only, a
+CatalogSource with ``spec.image`` served by a pod (upgrading when the image changes).
 """
 
 from __future__ import annotations
+
+import pytest
 
 from tests.e2e import olm_engines
 from tests.e2e.helpers import wait_for
 from tests.e2e.olm_engines import (
     CRDS,
     RBAC,
+    V1ALPHA1,
     Bundle,
     World,
     condition,
@@ -326,3 +330,59 @@ def test_22_service_account_shared_and_rbac_changed_across_an_upgrade(world: Wor
     dep = w.deployment(ns, "shared-operator")
     assert owner_names(dep) == [new.name] and status(dep)["availableReplicas"] == 1
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "operator"
+
+
+def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
+    world: World,
+) -> None:
+    """olmtool's engine: a CatalogSource with ``spec.image`` (a catalog image in the
+    cluster's registry) gets the pod OLM would create, here ``olmtool catalog serve``, and
+    a Service named after the source; pointing the source at a newer image replaces the pod
+    and the Subscription upgrades. Real OLM here would run the image's own entrypoint (opm,
+    which an olmtool catalog image does not carry), so this is the engine's alone."""
+    w = world
+    if w.engine.name != "olmtool":
+        pytest.skip("real OLM runs opm from the catalog image, which the node agent cannot run")
+    registry = w.engine.cluster.registry
+    if registry is None:
+        pytest.skip("docker-registry is not installed (make tools)")
+    from olmtool.catalog.publish import catalog_image
+    from olmtool.images import push
+    from tests.e2e.olm_engines import write_catalog
+
+    old = Bundle("imaged", "0.1.0")
+    new = Bundle("imaged", "0.2.0", replaces=old.name)
+    references = []
+    for index, bundles in enumerate(([old], [old, new])):
+        root = write_catalog(w.tmp / f"imaged-{index}", bundles)
+        push(catalog_image(root), f"{registry}/scenario/imaged-{w.id}:{index}")
+        references.append(f"localhost:5000/scenario/imaged-{w.id}:{index}")  # the alias
+    ns = w.namespace()
+    source = {
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "CatalogSource",
+        "metadata": {"name": "catalog"},
+        "spec": {"sourceType": "grpc", "image": references[0]},
+    }
+    w.kube.create(f"{V1ALPHA1}/namespaces/{ns}/catalogsources", source)
+    w.operator_group(ns)
+    w.subscription(ns, "imaged")
+    w.wait_installed(ns, "imaged", old.name)
+    served = status(w.get(ns, "catalogsources", "catalog"))
+    assert served["connectionState"]["lastObservedState"] == "READY"
+    assert served["registryService"]["serviceName"] == "catalog"
+    assert w.kube.get_or_none(f"/api/v1/namespaces/{ns}/services/catalog") is not None
+    pods = w.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector="olm.catalogSource=catalog")
+    (pod,) = pods["items"]
+    assert pod["spec"]["containers"][0]["image"] == references[0]
+
+    path = f"{V1ALPHA1}/namespaces/{ns}/catalogsources/catalog"
+    w.kube.patch(path, {"spec": {"image": references[1]}})
+    w.wait_installed(ns, "imaged", new.name, LONG)
+
+    def images() -> list[str]:
+        selector = "olm.catalogSource=catalog"
+        pods = w.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
+        return [p["spec"]["containers"][0]["image"] for p in pods]
+
+    wait_for(lambda: images() == [references[1]], 60, "only the new image's pod")
