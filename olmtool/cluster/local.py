@@ -42,8 +42,9 @@ STATE_FILE = "cluster.json"
 DEFAULT_NAME = "olmtool"
 NODE_NAME = "olmtool-node"
 DEFAULT_REGISTRY_PORT = 5000
-# Stopped in this order: the node agent first (it stops the pods), the store last.
+# Stopped in this order: the OLM engine, the node agent (it stops the pods), the store last.
 STOP_ORDER = (
+    "olm-engine",
     "node-agent",
     "kube-scheduler",
     "kube-controller-manager",

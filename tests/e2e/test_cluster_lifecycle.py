@@ -55,6 +55,7 @@ def test_up_is_idempotent_down_stops_and_a_restart_keeps_data(
             "kube-apiserver",
             "kube-controller-manager",
             "kube-scheduler",
+            "olm-engine",
             "registry",
         }
         assert all(cluster.running().values())
@@ -68,7 +69,7 @@ def test_up_is_idempotent_down_stops_and_a_restart_keeps_data(
         )
 
         stopped = cluster_down("life")
-        assert stopped[0] == "kube-scheduler" and stopped[-1] == "registry"
+        assert stopped[:2] == ["olm-engine", "kube-scheduler"] and stopped[-1] == "registry"
         assert not any(c.alive() for c in cluster.components.values())
         down = cluster_status("life")
         assert not down.healthy and down.as_dict()["apiserver"] == "down"
@@ -146,7 +147,7 @@ def test_up_gives_a_kubeconfig_whose_node_is_ready(kube_assets: Path, clusters: 
         assert (done.returncode, done.stdout) == (3, "hello\n"), done.stderr
     finally:
         stopped = cluster_down("full", delete=True)
-    assert stopped[0] == "node-agent"
+    assert stopped[:2] == ["olm-engine", "node-agent"]
     assert not (clusters / "full").exists()
     assert not Path(f"/sys/class/net/{network.bridge}").exists()
     assert not (default_claims_dir() / str(network.index)).exists()  # released
@@ -172,7 +173,7 @@ def test_cli_up_json_kubeconfig_down(clusters: Path) -> None:
     finally:
         down = olmtool("cluster", "down", "--name", "cli", "--delete", cwd=clusters)
     assert down.returncode == 0, down.stderr
-    assert down.stdout.startswith("cluster cli: stopped kube-scheduler,")
+    assert down.stdout.startswith("cluster cli: stopped olm-engine, kube-scheduler,")
     assert "and deleted" in down.stdout
     gone = olmtool("cluster", "status", "--name", "cli", cwd=clusters)
     assert gone.returncode == 1
