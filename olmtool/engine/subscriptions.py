@@ -373,34 +373,47 @@ class Subscriptions:
 
 
 def _health_condition(sub: JSON, health: list[JSON]) -> JSON:
-    """CatalogSourcesUnhealthy, with OLM's reasons and messages."""
+    """CatalogSourcesUnhealthy as OLM v0.18's catalog health reconciler writes it: the
+    verdict on the sources seen now (the targeted one missing or any unhealthy: True,
+    UnhealthyCatalogSourceFound; else False, AllCatalogSourcesHealthy), whose reason is
+    replaced by what changed since the Subscription's recorded ``catalogHealth``: more
+    sources CatalogSourcesAdded, fewer CatalogSourcesDeleted, none before and now
+    NoCatalogSourcesFound, the same number but different CatalogSourcesUpdated."""
     spec = sub.get("spec") or {}
-    target = {
-        "namespace": str(spec.get("sourceNamespace") or namespace_of(sub)),
-        "name": str(spec.get("source") or ""),
-    }
-    refs = [{k: h["catalogSourceRef"][k] for k in ("namespace", "name")} for h in health]
-    unhealthy = [h["catalogSourceRef"] for h in health if not h["healthy"]]
-    condition = {"type": "CatalogSourcesUnhealthy", "status": "True"}
-    if not health:
-        reason, message = (
-            "NoCatalogSourcesFound",
-            "dependency resolution requires at least one catalogsource",
-        )
-    elif target not in refs:
-        reason = "CatalogSourcesDeleted"
-        message = f"targeted catalogsource {target['namespace']}/{target['name']} missing"
-    elif unhealthy:
-        reason = "UnhealthyCatalogSourceFound"
-        message = (
-            "targeted catalogsource "
-            + ", ".join(f"{r['namespace']}/{r['name']}" for r in unhealthy)
-            + " unhealthy"
-        )
+    status = sub.get("status") or {}
+    old = status.get("catalogHealth") or []
+    previous = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "CatalogSourcesUnhealthy"),
+        {},
+    )
+    target = (str(spec.get("sourceNamespace") or namespace_of(sub)), str(spec.get("source") or ""))
+    found = {_ref_key(h): bool(h.get("healthy")) for h in health}
+    message = str(previous.get("message") or "")
+    if found.get(target) is False:
+        message = f"targeted catalogsource {target[0]}/{target[1]} unhealthy"
+    if target not in found or not all(found.values()):
+        if target not in found:
+            message = f"targeted catalogsource {target[0]}/{target[1]} missing"
+        condition = {"status": "True", "reason": "UnhealthyCatalogSourceFound"}
     else:
-        condition["status"] = "False"
-        reason, message = "AllCatalogSourcesHealthy", "all available catalogsources are healthy"
-    return {**condition, "reason": reason, "message": message}
+        condition = {"status": "False", "reason": "AllCatalogSourcesHealthy"}
+        message = "all available catalogsources are healthy"
+    before = {_ref_key(h): bool(h.get("healthy")) for h in old}
+    if len(found) > len(old):
+        condition["reason"] = "CatalogSourcesAdded"
+    elif len(found) < len(old):
+        condition["reason"] = "CatalogSourcesDeleted"
+    elif not found:
+        condition["reason"] = "NoCatalogSourcesFound"
+        message = "dependency resolution requires at least one catalogsource"
+    elif found != before:
+        condition["reason"] = "CatalogSourcesUpdated"
+    return {"type": "CatalogSourcesUnhealthy", **condition, "message": message}
+
+
+def _ref_key(health: JSON) -> tuple[str, str]:
+    ref = health.get("catalogSourceRef") or {}
+    return (str(ref.get("namespace") or ""), str(ref.get("name") or ""))
 
 
 def _plan_conditions(conditions: list[JSON], plan: JSON | None) -> list[JSON]:

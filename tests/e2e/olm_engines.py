@@ -508,17 +508,25 @@ class World:
         return wait_for(found, timeout, f"InstallPlan of {csv} in {phases}", interval=0.5)
 
     def wait_condition(
-        self, namespace: str, package: str, kind: str, value: str = "True", timeout: float = STEP
+        self,
+        namespace: str,
+        package: str,
+        kind: str,
+        value: str = "True",
+        timeout: float = STEP,
+        reason: str = "",
     ) -> JSON:
-        """The Subscription's condition ``kind`` once its status is ``value``."""
+        """The Subscription's condition ``kind`` once its status is ``value`` (and its
+        reason ``reason``, if given)."""
         return wait_for(
             lambda: (
                 (c := condition(self.sub(namespace, package), kind))
                 and c.get("status") == value
+                and (not reason or c.get("reason") == reason)
                 and c
             ),
             timeout,
-            f"Subscription {namespace}/{package} condition {kind}={value}",
+            f"Subscription {namespace}/{package} condition {kind}={value} {reason}".rstrip(),
             interval=0.5,
         )
 

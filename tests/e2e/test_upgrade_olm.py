@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from olmtool.actions.upgrade_test import delete_crds
 from olmtool.cli import app
 from olmtool.olm import InstallMode, SubscriptionSpec, follow, subscribe
 from olmtool.olm.upgrade_run import OPERATORS, run_upgrade
@@ -30,6 +31,7 @@ from tests.e2e.helpers import Cluster
 engine = olm_engines.engine
 catalog_address = real.catalog_address
 HEAD = "etcd-operator.v0.3.0"
+ETCD_GROUP = "etcd.olmtool.dev"
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,22 @@ def ready(engine: olm_engines.Engine) -> Cluster:
     return cluster
 
 
+@pytest.fixture
+def fresh_crds(ready: Cluster) -> None:
+    """The etcd operator's CRDs deleted first: earlier tests on the session cluster leave
+    the head's CRD, whose stored version v1beta1 the 0.1.0 release cannot keep (OLM fails
+    its InstallPlan: "risk of data loss ... stored version")."""
+    crds = ready.kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+    apis = {
+        (c["spec"]["group"], c["spec"]["names"]["kind"])
+        for c in crds
+        if c["spec"]["group"] == ETCD_GROUP
+    }
+    delete_crds(ready.kube, apis, timeout=120)
+
+
 @pytest.mark.parametrize("start", ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"])
+@pytest.mark.usefixtures("fresh_crds")
 def test_every_release_upgrades_to_the_head_with_data_intact(
     ready: Cluster, catalog_address: str, start: str
 ) -> None:

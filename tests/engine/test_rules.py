@@ -406,19 +406,51 @@ def health(name: str, healthy: bool = True) -> JSON:
 
 
 @pytest.mark.parametrize(
-    ("found", "status", "reason"),
+    ("before", "found", "status", "reason"),
     [
-        ([], "True", "NoCatalogSourcesFound"),
-        ([health("other")], "True", "CatalogSourcesDeleted"),
-        ([health("cat", healthy=False)], "True", "UnhealthyCatalogSourceFound"),
-        ([health("cat")], "False", "AllCatalogSourcesHealthy"),
+        ([], [], "True", "NoCatalogSourcesFound"),
+        ([health("cat")], [], "True", "CatalogSourcesDeleted"),
+        ([health("cat")], [health("other")], "True", "CatalogSourcesUpdated"),
+        ([health("other")], [health("other")], "True", "UnhealthyCatalogSourceFound"),
+        ([], [health("cat", healthy=False)], "True", "CatalogSourcesAdded"),
+        ([health("cat", healthy=False)], [health("cat")], "False", "CatalogSourcesUpdated"),
+        ([health("cat")], [health("cat", healthy=False)], "True", "CatalogSourcesUpdated"),
+        (
+            [health("cat", healthy=False)],
+            [health("cat", False)],
+            "True",
+            "UnhealthyCatalogSourceFound",
+        ),
+        ([], [health("cat")], "False", "CatalogSourcesAdded"),
+        ([health("cat")], [health("cat")], "False", "AllCatalogSourcesHealthy"),
     ],
 )
-def test_catalog_health_condition(found: list[JSON], status: str, reason: str) -> None:
-    sub = {"metadata": {"namespace": "ns"}, "spec": {"source": "cat", "sourceNamespace": "ns"}}
+def test_catalog_health_condition_follows_olms_transitions(
+    before: list[JSON], found: list[JSON], status: str, reason: str
+) -> None:
+    """OLM v0.18's catalog health reconciler: the verdict on the sources seen now, whose
+    reason names what changed since the recorded catalogHealth."""
+    sub = {
+        "metadata": {"namespace": "ns"},
+        "spec": {"source": "cat", "sourceNamespace": "ns"},
+        "status": {"catalogHealth": before},
+    }
     condition = _health_condition(sub, found)
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "CatalogSourcesUnhealthy",
         status,
         reason,
+    )
+
+
+def test_catalog_health_messages_name_the_targeted_source() -> None:
+    sub = {"metadata": {"namespace": "ns"}, "spec": {"source": "cat", "sourceNamespace": "ns"}}
+    sub["status"] = {"catalogHealth": [health("cat")]}
+    assert _health_condition(sub, [])["message"] == "targeted catalogsource ns/cat missing"
+    assert _health_condition(sub, [health("cat", False)])["message"] == (
+        "targeted catalogsource ns/cat unhealthy"
+    )
+    sub["status"] = {"catalogHealth": []}
+    assert _health_condition(sub, [])["message"] == (
+        "dependency resolution requires at least one catalogsource"
     )
