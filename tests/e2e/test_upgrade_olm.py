@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from olmtool.actions.upgrade_test import delete_crds
 from olmtool.cli import app
 from olmtool.olm import InstallMode, SubscriptionSpec, follow, subscribe
-from olmtool.olm.upgrade_run import OPERATORS, run_upgrade
+from olmtool.olm.upgrade_run import OPERATORS, clean_up, run_upgrade
 from tests.e2e import etcd_env, olm_engines
 from tests.e2e import test_real_olm as real
 from tests.e2e.helpers import Cluster
@@ -82,6 +82,8 @@ def test_every_release_upgrades_to_the_head_with_data_intact(
         probe=EtcdProbe(),
         timeout=240,
     )
+    # as `olmtool test upgrade` does: no operator of this run outlives it on the cluster
+    clean_up(ready.kube, run, 240)
     print(
         f"\n{start}: installed in {run.install_seconds:.1f}s, hops "
         + ", ".join(f"{h.from_csv}->{h.to_csv} {h.seconds:.1f}s" for h in run.hops)
@@ -120,6 +122,7 @@ def test_without_a_channel_no_upgrade_is_offered(
         time.sleep(2)
     status = kube.get(f"{OPERATORS}/namespaces/{namespace}/subscriptions/etcd-operator")["status"]
     assert (status["state"], status["installedCSV"]) == ("AtLatestKnown", start)
+    kube.delete(f"/api/v1/namespaces/{namespace}")
 
 
 def test_test_upgrade_all_upgrades_every_release_and_writes_junit(
@@ -147,7 +150,7 @@ def test_test_upgrade_all_upgrades_every_release_and_writes_junit(
     for run in report["runs"]:
         hops = ", ".join(f"{h['to']} {h['seconds']:.1f}s" for h in run["hops"])
         print(f"\n{run['start']}: installed in {run['installSeconds']:.1f}s, hops {hops}")
-    assert result.exit_code == 0, report
+    assert result.exit_code == 0, [(r["start"], r.get("failure")) for r in report["runs"]]
     assert [r["start"] for r in report["runs"]] == ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"]
     assert all(r["matchesPlan"] for r in report["runs"])
     suite = ET.parse(junit).getroot().find("testsuite")
