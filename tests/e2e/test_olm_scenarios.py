@@ -222,6 +222,17 @@ def test_08_subscription_config_lands_in_the_deployment(world: World) -> None:
     }
     ns = w.install([bundle], config=config)
     w.wait_installed(ns, "config", bundle.name)
+
+    def env_names() -> list[str]:
+        dep = w.deployment(ns, "config-operator") or {}
+        containers = dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers")
+        return [e["name"] for e in (containers or [{}])[0].get("env") or []]
+
+    # Real OLM finds the Subscription by its status.installedCSV, which may be written
+    # after the first install of the Deployment; the next CSV sync then sees the spec
+    # hash differ and reinstalls it with the config.
+    wait_for(lambda: "FOO" in env_names(), 180, "the Subscription's env in the Deployment")
+    w.wait_installed(ns, "config", bundle.name)
     dep = w.deployment(ns, "config-operator")
     pod = dep["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -233,7 +244,11 @@ def test_08_subscription_config_lands_in_the_deployment(world: World) -> None:
     assert container["resources"] == config["resources"]
     assert pod["nodeSelector"] == config["nodeSelector"]
     assert config["tolerations"][0] in pod["tolerations"]
-    assert status(dep)["availableReplicas"] == 1
+    wait_for(
+        lambda: status(w.deployment(ns, "config-operator") or {}).get("availableReplicas") == 1,
+        120,
+        "the configured Deployment available",
+    )
 
 
 def test_09_missing_required_api_then_provided(world: World) -> None:
