@@ -16,7 +16,7 @@ Long actions take ``progress``, a callable that receives a line about the curren
 """
 
 from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
-from olmtool.actions.bundle_validate import bundle_validate
+from olmtool.actions.bundle_validate import bundle_checks, bundle_validate
 from olmtool.actions.catalog_add import catalog_add
 from olmtool.actions.catalog_graph import CatalogGraph, GraphView, catalog_graph
 from olmtool.actions.catalog_publish import CatalogPublishResult, catalog_publish
@@ -50,6 +50,7 @@ __all__ = [
     "ImageLockResult",
     "ImageTarget",
     "bundle_build",
+    "bundle_checks",
     "bundle_validate",
     "catalog_add",
     "catalog_graph",
