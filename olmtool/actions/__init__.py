@@ -22,7 +22,7 @@ from olmtool.actions.catalog_graph import CatalogGraph, GraphView, catalog_graph
 from olmtool.actions.catalog_publish import CatalogPublishResult, catalog_publish
 from olmtool.actions.catalog_render import catalog_render
 from olmtool.actions.catalog_serve import catalog_index, catalog_serve
-from olmtool.actions.catalog_validate import catalog_validate
+from olmtool.actions.catalog_validate import catalog_checks, catalog_validate
 from olmtool.actions.cluster_down import cluster_down
 from olmtool.actions.cluster_status import (
     cluster_kubeconfig,
@@ -53,6 +53,7 @@ __all__ = [
     "bundle_checks",
     "bundle_validate",
     "catalog_add",
+    "catalog_checks",
     "catalog_graph",
     "catalog_index",
     "catalog_publish",
