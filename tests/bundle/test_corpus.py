@@ -1541,6 +1541,23 @@ CASES: list[Case] = [
         at="apiVersion: apiextensions.k8s.io/v1beta1",
     ),
     Case(
+        # upstream: an error when either --k8s-version or minKubeVersion is past removal
+        "deprecated-apis/removed-api/crd-v1beta1-k8s-older-than-min-kube-version",
+        chain(
+            replace(
+                CRD,
+                "apiVersion: apiextensions.k8s.io/v1\n",
+                "apiVersion: apiextensions.k8s.io/v1beta1\n",
+            ),
+            replace(CSV, "  minKubeVersion: 1.20.0\n", "  minKubeVersion: 1.22.0\n"),
+        ),
+        "deprecated-apis/removed-api",
+        "error",
+        k8s_version="1.20",
+        file=CRD,
+        at="apiVersion: apiextensions.k8s.io/v1beta1",
+    ),
+    Case(
         "deprecated-apis/removed-api/rbac-v1beta1-k8s-1.22",
         write(
             "manifests/etcd-operator-reader_rbac.yaml", role("rbac.authorization.k8s.io/v1beta1")

@@ -330,7 +330,11 @@ def _crd_write_rules(csv: Object) -> Iterator[Finding]:
 
 @register("deprecated-apis")
 def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    target = context.k8s_version or _min_kube_version(bundle.csv)
+    """As upstream: an error when --k8s-version or spec.minKubeVersion is at or past the
+    removal, a warning otherwise."""
+    min_kube = _min_kube_version(bundle.csv)
+    targets = [v for v in (context.k8s_version, min_kube) if v is not None]
+    target = max(targets) if targets else None
     for obj in bundle.manifest_objects:
         removed = REMOVED_APIS.get((obj.api_version, obj.kind))
         if removed is None:
@@ -354,8 +358,14 @@ def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
 
 
 def _min_kube_version(csv: Object | None) -> semver.Version | None:
+    """spec.minKubeVersion read tolerantly (``v1.22``, ``1.22``), as upstream reads it here."""
     value = csv.get("spec.minKubeVersion") if csv else None
+    if not value:
+        return None
+    parts = str(value).strip().removeprefix("v").split(".")
     try:
-        return parse_version(str(value).removeprefix("v")) if value else None
+        return parse_version(
+            ".".join([*parts, "0", "0"][:3]) if len(parts) < 3 else ".".join(parts)
+        )
     except ValueError:
         return None
