@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
+# Where a check comes from: "upstream" checks give operator-framework/api's or opm's
+# verdict and severity; "olmtool" checks go beyond upstream and are errors only where OLM,
+# opm or the apiserver would certainly refuse what they find.
+Origin = Literal["upstream", "olmtool"]
+ORIGINS: tuple[Origin, ...] = ("upstream", "olmtool")
 
 
 @dataclass(frozen=True)
@@ -55,3 +60,21 @@ class Findings:
 
     def passed(self, *, strict: bool = False) -> bool:
         return not self.errors and not (strict and self.warnings)
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One line of a validator's check listing (``--list-checks``)."""
+
+    check: str
+    origin: Origin
+    severity: str  # "error", "warning" or "error/warning"
+    summary: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "origin": self.origin,
+            "severity": self.severity,
+            "summary": self.summary,
+        }

@@ -16,13 +16,13 @@ Long actions take ``progress``, a callable that receives a line about the curren
 """
 
 from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
-from olmtool.actions.bundle_validate import bundle_validate
+from olmtool.actions.bundle_validate import bundle_checks, bundle_validate
 from olmtool.actions.catalog_add import catalog_add
 from olmtool.actions.catalog_graph import CatalogGraph, GraphView, catalog_graph
 from olmtool.actions.catalog_publish import CatalogPublishResult, catalog_publish
 from olmtool.actions.catalog_render import catalog_render
 from olmtool.actions.catalog_serve import catalog_index, catalog_serve
-from olmtool.actions.catalog_validate import catalog_validate
+from olmtool.actions.catalog_validate import catalog_checks, catalog_validate
 from olmtool.actions.cluster_down import cluster_down
 from olmtool.actions.cluster_status import (
     cluster_kubeconfig,
@@ -50,8 +50,10 @@ __all__ = [
     "ImageLockResult",
     "ImageTarget",
     "bundle_build",
+    "bundle_checks",
     "bundle_validate",
     "catalog_add",
+    "catalog_checks",
     "catalog_graph",
     "catalog_index",
     "catalog_publish",

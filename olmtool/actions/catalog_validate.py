@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool.catalog import Report, validate_catalog
+from olmtool.catalog import Report, check_rows, validate_catalog
+from olmtool.findings import CheckRow
 
 
 def catalog_validate(directory: str | Path) -> Report:
     """Load the catalog under ``directory`` (or one file) and check it."""
     return validate_catalog(directory)
+
+
+def catalog_checks() -> list[CheckRow]:
+    """Every catalog check id with its origin (upstream: opm; olmtool) and severity."""
+    return check_rows()

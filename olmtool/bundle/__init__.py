@@ -11,6 +11,7 @@ runs the upstream validators' checks (plus the ones upstream misses) over it.
 
 from olmtool.bundle.build import BuiltBundle, build_bundle, manifest_file_name, write_bundle
 from olmtool.bundle.checks import OPTIONAL_SUITES
+from olmtool.bundle.checks.table import CHECKS, CheckInfo
 from olmtool.bundle.csv import generate_csv, merge_into_base
 from olmtool.bundle.image import bundle_image
 from olmtool.bundle.model import Bundle, load_bundle
@@ -26,10 +27,12 @@ from olmtool.bundle.source import (
 from olmtool.bundle.validate import Report, select_suites, validate_bundle
 
 __all__ = [
+    "CHECKS",
     "OPTIONAL_SUITES",
     "BuiltBundle",
     "Bundle",
     "BundleSettings",
+    "CheckInfo",
     "Report",
     "Source",
     "SourceKind",

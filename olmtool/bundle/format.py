@@ -41,9 +41,10 @@ SUPPORTED_KINDS = frozenset(
 )  # fmt: skip
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
-# Per file, after gzip and base64 (how the bundle travels in an InstallPlan's ConfigMap).
-MAX_FILE_BYTES = 1 << 20
-WARN_FILE_FRACTION = 0.85
+# All manifests together, each gzipped and base64-encoded: OLM unpacks a bundle into one
+# ConfigMap, and upstream's validator refuses more than this (warns above the fraction).
+MAX_BUNDLE_BYTES = 1 << 20
+WARN_BUNDLE_FRACTION = 0.85
 
 
 def annotation_values(

@@ -178,6 +178,9 @@ class MonitoringProblem:
     path: str | None
     message: str
     severity: Literal["error", "warning"] = "error"
+    # Refused by the apiserver (the CRDs' schemas), not later by the prometheus-operator
+    # or Prometheus: only these stop an install.
+    apiserver: bool = False
 
 
 def monitoring_problems(document: Any) -> Iterator[MonitoringProblem]:
@@ -266,7 +269,7 @@ def _located(error: str) -> MonitoringProblem:
         message += " (port is the Service port's name; a number goes in targetPort)"
     if path and path.startswith("spec.groups[") and message.startswith("Duplicate value"):
         message += " (rule group names must be unique)"
-    return MonitoringProblem(path, message)
+    return MonitoringProblem(path, message, apiserver=True)
 
 
 _NOT_DURATION = f"does not match {DURATION!r}"

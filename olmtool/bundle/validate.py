@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Context
+from olmtool.bundle.checks.table import origin_of
 from olmtool.bundle.model import Bundle, Finding
 from olmtool.errors import ArgumentError, InputError
 from olmtool.findings import Findings
@@ -28,7 +29,8 @@ class Report(Findings):
             "passed": self.passed(strict=strict),
             "errors": len(self.errors),
             "warnings": len(self.warnings),
-            "findings": [f.as_dict() for f in self.findings],
+            # origin: "upstream" (operator-framework/api, opm) or "olmtool" (beyond them)
+            "findings": [{**f.as_dict(), "origin": origin_of(f.check)} for f in self.findings],
         }
 
 

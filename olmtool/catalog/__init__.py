@@ -30,7 +30,14 @@ from olmtool.catalog.publish import AddResult, PublishResult, add_bundle, catalo
 from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
 from olmtool.catalog.settings import CatalogSettings
 from olmtool.catalog.templates import load_template, render_template
-from olmtool.catalog.validate import Report, check_model, report, validate_catalog, validate_config
+from olmtool.catalog.validate import (
+    Report,
+    check_model,
+    check_rows,
+    report,
+    validate_catalog,
+    validate_config,
+)
 from olmtool.catalog.write import CatalogFormat, render_catalog, render_config, write_package
 
 __all__ = [
@@ -51,6 +58,7 @@ __all__ = [
     "add_bundle",
     "catalog_image",
     "check_model",
+    "check_rows",
     "error_tree_lines",
     "inspect_bundle",
     "load_catalog",

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding, Severity
+from olmtool.findings import CheckRow, Origin
 
-# check id -> (severity, what it catches). "extra" marks checks opm does not make.
+# check id -> (severity, what it catches). "extra:" marks checks opm does not make: their
+# origin is "olmtool" (else "upstream": opm's verdict and severity), and they warn, since
+# opm serves such catalogs and OLM installs from them.
 CHECKS: dict[str, tuple[Severity, str]] = {
     "parse": ("error", "a file is not valid JSON or YAML"),
     "duplicate-key": ("error", "schema/package/name given twice in different case"),
@@ -47,8 +50,8 @@ CHECKS: dict[str, tuple[Severity, str]] = {
     "deprecation-reference": ("error", "a deprecation names an unknown bundle or channel"),
     "deprecation-message": ("error", "a deprecation entry without a message"),
     # extra: what opm lets through
-    "unreachable-head": ("error", "extra: a bundle with no upgrade path to its channel head"),
-    "gvk": ("error", "extra: an olm.gvk that is not a valid group/version/kind"),
+    "unreachable-head": ("warning", "extra: a bundle with no upgrade path to its channel head"),
+    "gvk": ("warning", "extra: an olm.gvk that is not a valid group/version/kind"),
     "skips-unknown": ("warning", "extra: skips names no bundle of the package"),
     "skip-range-unmatched": ("warning", "extra: skipRange matches no bundle of the package"),
     "replaces-mismatch": ("warning", "extra: the CSV's spec.replaces disagrees with the channel"),
@@ -61,6 +64,21 @@ CHECKS: dict[str, tuple[Severity, str]] = {
 }
 
 _ORDER = {check: index for index, check in enumerate(CHECKS)}
+
+
+def origin_of(check: str) -> Origin | None:
+    """``upstream`` for opm's checks, ``olmtool`` for the extras (None: unknown id)."""
+    if check not in CHECKS:
+        return None
+    return "olmtool" if CHECKS[check][1].startswith("extra:") else "upstream"
+
+
+def check_rows() -> list[CheckRow]:
+    """The table as ``--list-checks`` shows it."""
+    return [
+        CheckRow(check, origin_of(check) or "upstream", severity, what.removeprefix("extra: "))
+        for check, (severity, what) in CHECKS.items()
+    ]
 
 
 def finding(

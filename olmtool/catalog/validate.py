@@ -22,7 +22,7 @@ import semver
 
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.bundle_checks import inspect_bundle
-from olmtool.catalog.checks import CHECKS, channel_scope, finding, ordered
+from olmtool.catalog.checks import CHECKS, channel_scope, check_rows, finding, ordered, origin_of
 from olmtool.catalog.error_tree import error_tree, error_tree_lines, error_tree_text
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog
@@ -42,6 +42,7 @@ __all__ = [
     "CHECKS",
     "Report",
     "check_model",
+    "check_rows",
     "error_tree",
     "error_tree_lines",
     "error_tree_text",
@@ -62,7 +63,8 @@ class Report(Findings):
         data: dict[str, Any] = {"passed": self.passed(strict=strict)}
         if not data["passed"]:
             data["error"] = {"message": error_tree_text(self.findings)}
-        data["findings"] = [f.as_dict() for f in self.findings]
+        # origin: "upstream" (opm's check) or "olmtool" (beyond opm)
+        data["findings"] = [{**f.as_dict(), "origin": origin_of(f.check)} for f in self.findings]
         return data
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from olmtool.actions import BundleBuildResult, bundle_build, bundle_validate
+from olmtool.actions import BundleBuildResult, bundle_build, bundle_checks, bundle_validate
 from olmtool.bundle.checks import OPTIONAL_SUITES
 from olmtool.cli import output as out
 from olmtool.errors import display_path
@@ -64,7 +64,9 @@ def _print_build(result: BundleBuildResult) -> None:
 
 @app.command()
 def validate(
-    target: str = typer.Argument(..., help="A bundle directory, or a bundle image reference."),
+    target: str | None = typer.Argument(
+        None, help="A bundle directory, or a bundle image reference."
+    ),
     select: list[str] = typer.Option(
         None,
         "--select",
@@ -75,13 +77,20 @@ def validate(
     k8s_version: str | None = typer.Option(
         None,
         "--k8s-version",
-        help="Kubernetes version to check deprecated APIs against (default: spec.minKubeVersion).",
+        help="Kubernetes version to check removed APIs against (default: spec.minKubeVersion, as upstream).",
+    ),
+    list_checks: bool = typer.Option(
+        False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
     ),
     output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Check a bundle as OLM and operator-framework's validators would, and more.
 
     Always-on suites: loader, format, content, csv, crd, bundle, objects.
+
+    Upstream checks give operator-framework/api's and opm's verdict; olmtool's own
+    checks are errors only where OLM, opm or the apiserver would refuse the bundle
+    (--list-checks says which is which).
 
     Exit 0 when valid, 1 on errors (or on warnings with --strict).
 
@@ -90,7 +99,14 @@ def validate(
       olmtool bundle validate bundle/etcd-operator/0.3.0 --strict --select all
 
       olmtool bundle validate 127.0.0.1:5000/etcd-operator-bundle:0.3.0 -o json
+
+      olmtool bundle validate --list-checks
     """
+    if list_checks:
+        out.emit_checks(bundle_checks(), output)
+        return
+    if target is None:
+        raise typer.BadParameter("a bundle directory or image is required", param_hint="TARGET")
     report = bundle_validate(target, select=select or [], k8s_version=k8s_version)
 
     def text() -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from olmtool import yamlio
 from olmtool.config import ProjectNotFound
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
-from olmtool.findings import Finding
+from olmtool.findings import CheckRow, Finding
 from olmtool.images import ImageTarget, SavedImage
 
 T = TypeVar("T")
@@ -108,6 +108,20 @@ def print_findings(findings: Iterable[Finding], *, checks: bool = True) -> None:
         style = "red" if finding.severity == "error" else "yellow"
         check = f" [dim]\\[{finding.check}][/]" if checks else ""
         stdout.print(f"[{style}]{finding.severity}[/]{check} {escape(str(finding))}")
+
+
+def emit_checks(rows: list[CheckRow], fmt: OutputFormat) -> None:
+    """``--list-checks``: every check id with its origin, severity and summary."""
+
+    def text() -> None:
+        width = max(len(row.check) for row in rows)
+        for row in rows:
+            stdout.print(
+                f"{escape(row.check):<{width}}  {row.origin:<8}  {row.severity:<13}  "
+                f"{escape(row.summary)}"
+            )
+
+    emit({"checks": [row.as_dict() for row in rows]}, fmt, text)
 
 
 def print_diffs(diffs: Iterable[str]) -> None:

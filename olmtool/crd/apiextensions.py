@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from olmtool.crd.markers import PRESERVE_UNKNOWN, VALIDATIONS
 from olmtool.crd.schema_rules import SchemaChecker
 from olmtool.crd.violations import Violation
 from olmtool.crd.violations import quote as _q
@@ -16,6 +17,9 @@ ALLOWED_AT_ROOT_WITH_STATUS = frozenset(
         "description", "type", "format", "title", "maximum", "exclusiveMaximum", "minimum",
         "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
         "uniqueItems", "multipleOf", "required", "items", "properties", "externalDocs", "example",
+        # Allowed since apiextensions knows them (1.15 and 1.23); an older apiserver drops
+        # an unknown field rather than refusing the CRD.
+        PRESERVE_UNKNOWN, VALIDATIONS,
     }
 )  # fmt: skip
 PRINTER_COLUMN_TYPES = ("boolean", "date", "integer", "number", "string")

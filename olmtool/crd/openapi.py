@@ -163,10 +163,9 @@ class _Converter:
             if key not in PASSTHROUGH_KEYS:
                 raise where.error(f"JSON Schema keyword {key!r} has no equivalent in a CRD schema")
             out[key] = value
-        if out.get("default", 0) in (None, ""):
-            # No null defaults (optional means absent), and no empty-string ones: the
-            # 1.20 apiserver reads `default: ""` as null and rejects the CRD. The model
-            # still fills in "" when the field is absent.
+        if "default" in out and out["default"] is None:
+            # No null defaults: optional means absent. (An empty string is a default
+            # like any other; kube-apiserver accepts `default: ""`.)
             del out["default"]
         if "const" in node:
             out["enum"] = [node["const"]]

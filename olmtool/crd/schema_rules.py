@@ -16,6 +16,7 @@ from olmtool.crd.markers import (
     PRESERVE_UNKNOWN,
     VALIDATIONS,
 )
+from olmtool.crd.re2 import python_can_judge, re2_problem
 from olmtool.crd.validation import default_problems
 from olmtool.crd.violations import Violation
 from olmtool.crd.violations import quote as _q
@@ -62,9 +63,6 @@ CEL_REASONS = (
     "FieldValueInvalid",
     "FieldValueRequired",
 )
-
-# Constructs Python's re accepts but Go's RE2 (used by the apiserver) does not.
-_NON_RE2 = re.compile(r"\(\?[=!]|\(\?<[=!]|\\[1-9]|\(\?P=|\(\?\(|[*+?}]\+")
 
 
 class SchemaChecker:
@@ -415,12 +413,6 @@ class SchemaChecker:
     ) -> Iterator[Violation]:
         if "default" not in node:
             return
-        if node["default"] == "":
-            yield Violation(
-                f"{path}.default",
-                'kube-apiserver 1.20 reads default "" as null and rejects the CRD; leave the default out',
-                "warning",
-            )
         if level == "root":
             yield Violation(f"{path}.default", "Forbidden: must not be set at the root")
         elif in_resource_meta:
@@ -474,16 +466,19 @@ def check_pattern(pattern: Any, path: str) -> Iterator[Violation]:
     if not isinstance(pattern, str):
         yield Violation(path, "Invalid value: must be a string")
         return
+    problem = re2_problem(pattern)
+    if problem:
+        yield Violation(
+            path,
+            f"Invalid value: {_q(pattern)}: {problem}, which RE2 (Go's regexp, the apiserver's) does not support",
+        )
+        return
+    if not python_can_judge(pattern):
+        return  # Go-only syntax (\p{L}, \z, ...): Python's re cannot tell
     try:
         re.compile(pattern)
     except re.error as exc:
         yield Violation(
             path,
             f"Invalid value: {_q(pattern)}: must be a valid regular expression, but isn't: {exc}",
-        )
-        return
-    if _NON_RE2.search(pattern):
-        yield Violation(
-            path,
-            f"Invalid value: {_q(pattern)}: uses lookaround, backreferences or possessive quantifiers, which Go's RE2 (the apiserver) does not support",
         )

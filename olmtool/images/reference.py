@@ -18,15 +18,20 @@ DOCKER_HUB = "docker.io"
 DOCKER_HUB_API = "registry-1.docker.io"
 DEFAULT_TAG = "latest"
 
-# The grammar of github.com/distribution/reference, one regular expression per part.
+# The grammar of github.com/distribution/reference (regexp.go), one expression per part.
+# re.ASCII: Go's \w is [0-9A-Za-z_], Python's would take any letter.
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN = re.compile(
     rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
 )
+# alphanumeric (separator alphanumeric)*, separator = [._] | __ | -+ (so "che--traefik").
 _PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
-_TAG = re.compile(r"[\w][\w.-]{0,127}")
+_TAG = re.compile(r"[\w][\w.-]{0,127}", re.ASCII)
 _DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")
-_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
+# go-digest then validates the algorithms it knows: lower-case hex of the hash's size.
+_DIGEST_HEX = {"sha256": 64, "sha384": 96, "sha512": 128}
+_HEX = re.compile(r"[0-9a-f]+")
+_IDENTIFIER = re.compile(r"[a-f0-9]{64}")  # ParseNormalizedNamed refuses such names
 _MAX_NAME = 255
 
 
@@ -71,6 +76,8 @@ def parse_reference(text: str) -> Reference:
     """
     if not text:
         raise _invalid(text, "empty")
+    if _IDENTIFIER.fullmatch(text):
+        raise _invalid(text, "a 64-character hex string is an image ID, not a name")
     rest, digest = _split_digest(text)
     rest, tag = _split_tag(text, rest)
     registry, repository = _split_registry(rest)
@@ -107,8 +114,12 @@ def _split_digest(text: str) -> tuple[str, str | None]:
         return text, None
     if not _DIGEST.fullmatch(digest):
         raise _invalid(text, f"bad digest {digest!r}")
-    if digest.startswith("sha256:") and not _SHA256.fullmatch(digest):
-        raise _invalid(text, "a sha256 digest is 64 lower-case hex digits")
+    algorithm, _, encoded = digest.partition(":")
+    size = _DIGEST_HEX.get(algorithm)
+    if size is None:
+        raise _invalid(text, f"unsupported digest algorithm {algorithm!r}")
+    if len(encoded) != size or not _HEX.fullmatch(encoded):
+        raise _invalid(text, f"a {algorithm} digest is {size} lower-case hex digits")
     return rest, digest
 
 

@@ -78,14 +78,23 @@ def test_validate_reads_a_bundle_image(project: Path, registry: LocalRegistry) -
     assert report.passed(), report.findings
     assert report.as_dict()["bundle"] == ref
 
-    # Labels are what OLM reads: an image whose labels disagree with its files is refused.
-    wrong = {**bundle.labels, "operators.operatorframework.io.bundle.package.v1": "other"}
+    # opm takes an image for a bundle by its package label, then reads annotations.yaml:
+    # a label that disagrees with the files misleads (a warning), a missing one is refused.
+    package = "operators.operatorframework.io.bundle.package.v1"
     files = {n: t.encode() for n, t in bundle.files.items() if n != "bundle.Dockerfile"}
+    wrong = {**bundle.labels, package: "other"}
     push(build_image(files, wrong), f"{registry.address}/widget-operator-bundle:mislabelled")
-    bad = bundle_validate(f"{registry.address}/widget-operator-bundle:mislabelled")
+    mislabelled = bundle_validate(f"{registry.address}/widget-operator-bundle:mislabelled")
+    assert mislabelled.passed() and not mislabelled.passed(strict=True)
+    labels = [str(f) for f in mislabelled.warnings if f.check == "format/image-labels"]
+    assert any("bundle.package.v1 is 'other'" in finding for finding in labels), labels
+
+    unlabelled = {k: v for k, v in bundle.labels.items() if k != package}
+    push(build_image(files, unlabelled), f"{registry.address}/widget-operator-bundle:unlabelled")
+    bad = bundle_validate(f"{registry.address}/widget-operator-bundle:unlabelled")
     assert not bad.passed()
     labels = [str(f) for f in bad.errors if f.check == "format/image-labels"]
-    assert any("bundle.package.v1 is 'other'" in finding for finding in labels), labels
+    assert any("not recognise it as a bundle" in finding for finding in labels), labels
 
 
 @pytest.mark.e2e

@@ -151,6 +151,36 @@ def test_validate_command_exit_codes_and_output(here: Path) -> None:
     assert cli("bundle", "validate").returncode == 2
 
 
+def test_validate_shows_each_findings_origin(here: Path) -> None:
+    cli("bundle", "build")
+    dockerfile = here / BUNDLE / "bundle.Dockerfile"
+    dockerfile.write_text(dockerfile.read_text().replace("LABEL ", "LABEL x.", 1))
+    result = cli("bundle", "validate", BUNDLE, "--select", "all", "-o", "json")
+    assert result.returncode == 0, result.stdout  # olmtool's Dockerfile check only warns
+    origins = {(f["check"], f["origin"]) for f in json.loads(result.stdout)["findings"]}
+    assert ("format/dockerfile-labels", "olmtool") in origins
+    assert ("operatorhub/icon-missing", "upstream") in origins
+
+
+def test_validate_lists_checks(here: Path) -> None:
+    text = cli("bundle", "validate", "--list-checks")
+    assert text.returncode == 0
+    assert any(
+        line.split()[:3] == ["bundle/example-invalid", "olmtool", "warning"]
+        for line in text.stdout.splitlines()
+    ), text.stdout
+    data = json.loads(cli("bundle", "validate", "--list-checks", "-o", "json").stdout)
+    rows = {row["check"]: row for row in data["checks"]}
+    assert rows["bundle/service-account"]["origin"] == "upstream"
+    assert rows["csv/example-not-owned"]["severity"] == "error"
+    assert rows["format/dockerfile-labels"] == {
+        "check": "format/dockerfile-labels",
+        "origin": "olmtool",
+        "severity": "warning",
+        "summary": rows["format/dockerfile-labels"]["summary"],
+    }
+
+
 def test_user_errors_name_flags(here: Path) -> None:
     no_image = cli("bundle", "build", "--push")
     assert no_image.returncode == 1 and "--push needs --image" in (no_image.error or "")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from olmtool.actions import catalog_validate
+from olmtool.actions import catalog_checks, catalog_validate
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.validate import CHECKS, validate_catalog
 from tests.catalog.test_cli_validate import validate
@@ -173,6 +173,30 @@ def test_cli_json_output(monkeypatch: pytest.MonkeyPatch) -> None:
         "line": 2,
         "package": "widget-operator",
         "scope": 'bundle "widget-operator.v1.0.0"',
+        "origin": "upstream",
+    }
+
+
+def test_every_check_has_an_origin_and_extras_only_warn() -> None:
+    """opm's checks keep opm's severity; olmtool's extras warn (opm serves such catalogs)."""
+    rows = {row.check: row for row in catalog_checks()}
+    assert set(rows) == set(CHECKS)
+    for check, row in rows.items():
+        assert row.origin in ("upstream", "olmtool"), check
+        if row.origin == "olmtool":
+            assert row.severity == "warning", check
+
+
+def test_cli_lists_checks() -> None:
+    result = validate("--list-checks", "-o", "json")
+    assert result.returncode == 0, result.stdout
+    rows = {row["check"]: row for row in json.loads(result.stdout)["checks"]}
+    assert rows["channel-head"]["origin"] == "upstream"
+    assert rows["unreachable-head"] == {
+        "check": "unreachable-head",
+        "origin": "olmtool",
+        "severity": "warning",
+        "summary": "a bundle with no upgrade path to its channel head",
     }
 
 

@@ -390,3 +390,39 @@ def test_crd_violation_is_reported(mutate, path: str, fragment: str) -> None:
 
 def test_not_a_mapping() -> None:
     assert [f.path for f in check_crd(["not", "a", "crd"])] == ["<root>"]
+
+
+def test_root_validations_and_preserve_unknown_fields_with_status() -> None:
+    """Both are allowed at the root of a schema whose version has a status subresource
+    (apiextensions' allowedFieldsAtRootSchema lists them)."""
+    schema = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.size() < 40", "message": "name too long"}
+        ],
+        "properties": {"spec": {"type": "object"}, "status": {"type": "object"}},
+    }
+    assert check_crd(crd_with(schema, subresources={"status": {}})) == []
+
+
+def test_empty_string_default_is_not_reported() -> None:
+    """kube-apiserver accepts ``default: ""``: no finding (an old local build did not)."""
+    spec = {"type": "object", "properties": {"notes": {"type": "string", "default": ""}}}
+    assert check_crd(crd_with(spec_schema(spec))) == []
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        # a Gateway-API-style HTTP header name: *+ and the rest are inside a class
+        r"^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$",
+        r"^[A-Za-z0-9!#$%&'*+\-.^_\x60|~]+$",
+        r"^[(?=)]+$",
+        r"^\(?=x$",
+        r"^\p{L}[\p{L}\p{N}]*\z",  # Go-only syntax: Python's re cannot judge it
+    ],
+)
+def test_patterns_go_accepts(pattern: str) -> None:
+    spec = {"type": "object", "properties": {"name": {"type": "string", "pattern": pattern}}}
+    assert check_crd(crd_with(spec_schema(spec))) == []

@@ -25,6 +25,14 @@ VALID = [
     ("r.example.com/a/b/c@" + DIGEST, Reference("r.example.com", "a/b/c", None, DIGEST)),
     ("foo:1@" + DIGEST, Reference("docker.io", "library/foo", "1", DIGEST)),
     ("a_b/c__d/e-f--g.h:T_1.x-y", Reference("docker.io", "a_b/c__d/e-f--g.h", "T_1.x-y")),
+    # runs of dashes are one separator in the grammar: an eclipse-che-style name
+    (
+        "quay.io/eclipse/che--traefik@" + DIGEST,
+        Reference("quay.io", "eclipse/che--traefik", None, DIGEST),
+    ),
+    ("quay.io/a/b---c:1", Reference("quay.io", "a/b---c", "1")),
+    ("r.io/a@sha512:" + "0f" * 64, Reference("r.io", "a", None, "sha512:" + "0f" * 64)),
+    ("r.io/a@sha384:" + "0f" * 48, Reference("r.io", "a", None, "sha384:" + "0f" * 48)),
 ]
 
 INVALID = [
@@ -36,6 +44,14 @@ INVALID = [
     ("foo:bad tag", "bad tag"),
     ("foo@sha256:abc", "bad digest"),
     ("foo@sha256:" + "AB" * 32, "64 lower-case hex"),
+    ("foo@sha256:" + "ab" * 33, "64 lower-case hex"),
+    ("foo@sha512:" + "ab" * 32, "128 lower-case hex"),
+    ("foo@md5:" + "ab" * 16, "unsupported digest algorithm"),
+    ("foo:t\u00e9", "bad tag"),  # Go's \w is ASCII
+    ("ab" * 32, "image ID"),
+    ("a___b", "bad path component"),
+    ("a-_b", "bad path component"),
+    ("a.-b", "bad path component"),
     ("-foo", "bad path component"),
     ("foo/", "empty path component"),
     ("a..b", "bad path component"),

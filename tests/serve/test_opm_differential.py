@@ -37,7 +37,7 @@ BAD_GVK = {"type": "olm.gvk", "value": {"group": "Not_A_Group", "kind": "X", "ve
 
 CASES = {
     "valid": _variant(0),
-    # olmtool validate's extra "gvk" error: opm serves it, so olmtool does too
+    # olmtool validate's extra "gvk" warning: opm serves it, so olmtool does too
     "invalid-gvk": _variant(5, properties=[*ETCD[5]["properties"], BAD_GVK]),
     "default-channel-missing": _variant(0, defaultChannel="beta"),
     "two-heads": _variant(

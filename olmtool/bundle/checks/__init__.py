@@ -3,7 +3,8 @@
 Each check is a function ``(bundle, context) -> Iterable[Finding]`` registered under a
 suite. Default suites always run; optional ones (``operatorhub``, ``good-practices``,
 ``deprecated-apis``) run when selected, as with ``operator-sdk bundle validate
---select-optional``.
+--select-optional``. Every check id a check reports has a line in :mod:`.table`: its
+origin (upstream or olmtool) and the severities it may take.
 """
 
 from __future__ import annotations

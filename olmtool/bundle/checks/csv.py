@@ -57,11 +57,16 @@ FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
 
 @register_csv("csv")
 def csv_checks(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
-    if csv.api_version and csv.api_version != fmt.CSV_API_VERSION:  # none: content/type-meta
+    if not csv.api_version:
+        yield csv.finding(
+            "csv/api-version-missing", "error", "the ClusterServiceVersion has no apiVersion"
+        )
+    elif csv.api_version != fmt.CSV_API_VERSION:
+        # OLM and upstream take a CSV by its kind; the apiVersion is not compared.
         yield csv.finding(
             "csv/type-meta",
-            "error",
-            f"must be {fmt.CSV_API_VERSION}, not {csv.api_version!r}",
+            "warning",
+            f"should be {fmt.CSV_API_VERSION}, not {csv.api_version!r}",
             "apiVersion",
         )
     for check in (_types, _names, _required, _version, _examples, _owned, _install_modes,
@@ -90,7 +95,7 @@ def _names(csv: Object) -> Iterator[Finding]:
     if problem:
         yield csv.finding("csv/name", "error", f"{csv.name!r}: {problem}", "metadata.name")
     replaces = csv.get("spec.replaces")
-    if isinstance(replaces, str):
+    if isinstance(replaces, str) and replaces:  # '' is unset, as upstream reads it
         problem = dns_subdomain_problem(replaces)
         if problem:
             yield csv.finding("csv/replaces", "error", f"{replaces!r}: {problem}", "spec.replaces")
@@ -263,9 +268,10 @@ def _install_modes(csv: Object) -> Iterator[Finding]:
                 path,
             )
         elif kind in seen:
+            # Upstream means to refuse this but never does; OLM keeps one of the two.
             yield csv.finding(
                 "csv/install-modes-duplicate",
-                "error",
+                "warning",
                 f"install mode {kind} is listed twice (first at installModes[{seen[kind]}])",
                 path,
             )

@@ -170,16 +170,13 @@ def _icon(csv: Object) -> Iterator[Finding]:
         mediatype = icon.get("mediatype") if isinstance(icon, dict) else None
         if not data:
             yield csv.finding("operatorhub/icon", "error", "the icon has no base64data", path)
-        else:
-            try:
-                base64.b64decode(str(data), validate=True)
-            except (binascii.Error, ValueError):
-                yield csv.finding(
-                    "operatorhub/icon",
-                    "error",
-                    "the icon's base64data is not valid base64",
-                    f"{path}.base64data",
-                )
+        elif not _is_base64(str(data)):
+            yield csv.finding(
+                "operatorhub/icon-data",
+                "warning",
+                "the icon's base64data is not valid base64: consoles show a broken image",
+                f"{path}.base64data",
+            )
         if mediatype not in ICON_MEDIATYPES:
             yield csv.finding(
                 "operatorhub/icon",
@@ -187,6 +184,16 @@ def _icon(csv: Object) -> Iterator[Finding]:
                 f"icon mediatype {mediatype!r} is not one of {', '.join(ICON_MEDIATYPES)}",
                 f"{path}.mediatype" if mediatype else path,
             )
+
+
+def _is_base64(data: str) -> bool:
+    """Whether ``data`` is base64, ignoring whitespace: the data is wrapped over lines
+    often, and consoles put it in a ``data:`` URL, which skips ASCII whitespace."""
+    try:
+        base64.b64decode("".join(data.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def _classification(csv: Object) -> Iterator[Finding]:
@@ -323,7 +330,11 @@ def _crd_write_rules(csv: Object) -> Iterator[Finding]:
 
 @register("deprecated-apis")
 def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    target = context.k8s_version or _min_kube_version(bundle.csv)
+    """As upstream: an error when --k8s-version or spec.minKubeVersion is at or past the
+    removal, a warning otherwise."""
+    min_kube = _min_kube_version(bundle.csv)
+    targets = [v for v in (context.k8s_version, min_kube) if v is not None]
+    target = max(targets) if targets else None
     for obj in bundle.manifest_objects:
         removed = REMOVED_APIS.get((obj.api_version, obj.kind))
         if removed is None:
@@ -347,8 +358,14 @@ def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
 
 
 def _min_kube_version(csv: Object | None) -> semver.Version | None:
+    """spec.minKubeVersion read tolerantly (``v1.22``, ``1.22``), as upstream reads it here."""
     value = csv.get("spec.minKubeVersion") if csv else None
+    if not value:
+        return None
+    parts = str(value).strip().removeprefix("v").split(".")
     try:
-        return parse_version(str(value).removeprefix("v")) if value else None
+        return parse_version(
+            ".".join([*parts, "0", "0"][:3]) if len(parts) < 3 else ".".join(parts)
+        )
     except ValueError:
         return None

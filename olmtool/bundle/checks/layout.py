@@ -11,6 +11,7 @@ from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
 from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.findings import Severity
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -73,9 +74,11 @@ def annotations(bundle: Bundle, context: Context) -> Iterator[Finding]:
     doc = bundle.annotations_document
     file = bundle.display(fmt.ANNOTATIONS_FILE)
 
-    def at(check: str, message: str, key: str | None = None) -> Finding:
+    def at(
+        check: str, message: str, key: str | None = None, severity: Severity = "error"
+    ) -> Finding:
         line = yamlio.line_at(doc, f"annotations[{key}]") if key else 1
-        return Finding(check, "error", message, file, line, f"annotations[{key}]" if key else None)
+        return Finding(check, severity, message, file, line, f"annotations[{key}]" if key else None)
 
     for key in fmt.REQUIRED_ANNOTATIONS:
         if key not in values:
@@ -89,10 +92,12 @@ def annotations(bundle: Bundle, context: Context) -> Iterator[Finding]:
         )
     for key, expected in fmt.FIXED_VALUES.items():
         if key in values and values[key].rstrip("/") != expected.rstrip("/"):
+            # opm and OLM read manifests/ and metadata/ whatever these say.
             yield at(
                 "format/directory-annotation",
                 f"is {values[key]!r} but the bundle's directory is {expected!r}",
                 key,
+                "warning",
             )
     if fmt.PACKAGE in values and not values[fmt.PACKAGE].strip():
         yield at("format/package-empty", "the package name is empty", fmt.PACKAGE)
@@ -112,17 +117,25 @@ def annotations(bundle: Bundle, context: Context) -> Iterator[Finding]:
                 fmt.DEFAULT_CHANNEL,
             )
         elif all(channels) and default not in channels:
+            # The default channel is the package's: another bundle may well bring it.
             yield at(
                 "format/default-channel-unknown",
-                f"default channel {default!r} is not one of the bundle's channels ({', '.join(channels)})",
+                f"default channel {default!r} is not one of this bundle's channels "
+                f"({', '.join(channels)}); the package needs another bundle in it",
                 fmt.DEFAULT_CHANNEL,
+                "warning",
             )
     yield from _labels_match(bundle, values)
     yield from _dependencies(bundle)
 
 
 def _labels_match(bundle: Bundle, values: dict[str, str]) -> Iterator[Finding]:
-    """bundle.Dockerfile LABELs (and image labels) must repeat the annotations exactly."""
+    """bundle.Dockerfile LABELs (and image labels) should repeat the annotations exactly.
+
+    OLM and opm read metadata/annotations.yaml, never the Dockerfile, so a Dockerfile
+    that disagrees only misleads whoever builds the image with it: a warning. An image
+    without the package label is not taken for a bundle by opm at all: an error.
+    """
     dockerfile = bundle.files.get(fmt.DOCKERFILE)
     if dockerfile is not None:
         labels = fmt.parse_dockerfile_labels(dockerfile.decode("utf-8", errors="replace"))
@@ -131,7 +144,7 @@ def _labels_match(bundle: Bundle, values: dict[str, str]) -> Iterator[Finding]:
             if key not in labels:
                 yield Finding(
                     "format/dockerfile-labels",
-                    "error",
+                    "warning",
                     f"LABEL {key} is missing (annotations.yaml has it)",
                     file,
                     None,
@@ -139,19 +152,28 @@ def _labels_match(bundle: Bundle, values: dict[str, str]) -> Iterator[Finding]:
             elif labels[key][0] != value:
                 yield Finding(
                     "format/dockerfile-labels",
-                    "error",
+                    "warning",
                     f"LABEL {key}={labels[key][0]} differs from annotations.yaml ({value!r})",
                     file,
                     labels[key][1],
                 )
     if bundle.image_labels is not None:
         for key, value in sorted(values.items()):
-            if bundle.image_labels.get(key) != value:
+            label = bundle.image_labels.get(key)
+            if label == value:
+                continue
+            if key == fmt.PACKAGE and label is None:
                 yield Finding(
                     "format/image-labels",
                     "error",
-                    f"image label {key} is {bundle.image_labels.get(key)!r}, annotations.yaml says {value!r}; "
-                    "OLM recognises bundles by their labels",
+                    f"the image has no {key} label: opm does not recognise it as a bundle",
+                    bundle.label,
+                )
+            else:
+                yield Finding(
+                    "format/image-labels",
+                    "warning",
+                    f"image label {key} is {label!r}, annotations.yaml says {value!r}",
                     bundle.label,
                 )
 
@@ -204,15 +226,24 @@ def _dependencies(bundle: Bundle) -> Iterator[Finding]:
 @register("content")
 def object_content(bundle: Bundle, context: Context) -> Iterator[Finding]:
     for obj in bundle.manifest_objects:
-        if not obj.api_version or not obj.kind:
-            missing = "apiVersion" if not obj.api_version else "kind"
+        if not obj.kind:
+            # Upstream's loader cannot decode an object without kind ("Object 'Kind' is
+            # missing"), and nothing could apply it.
             yield obj.finding(
-                "content/type-meta",
+                "content/kind-missing",
                 "error",
-                f"the object {obj.name or '(unnamed)'} has no {missing}",
+                f"the object {obj.name or '(unnamed)'} has no kind",
                 None,
             )
             continue
+        if not obj.api_version and obj.kind != fmt.CSV_KIND:  # the CSV's: csv checks
+            # Upstream decodes such objects and checks only their metadata.
+            yield obj.finding(
+                "content/type-meta",
+                "warning",
+                f"the {obj.kind} {obj.name or '(unnamed)'} has no apiVersion",
+                None,
+            )
         if obj.kind not in fmt.SUPPORTED_KINDS:
             yield obj.finding(
                 "content/unsupported-kind",
@@ -244,7 +275,9 @@ def _metadata(obj: Object) -> Iterator[Finding]:
     if problem:
         yield obj.finding("content/metadata", "error", f"{name!r}: {problem}", "metadata.name")
     for field in ("labels", "annotations"):
-        items = metadata.get(field) or {}
+        items = metadata.get(field)
+        if items is None:
+            continue
         if not isinstance(items, dict):
             yield obj.finding(
                 "content/metadata",
@@ -255,6 +288,8 @@ def _metadata(obj: Object) -> Iterator[Finding]:
             continue
         for key, value in items.items():
             where = f"metadata.{field}[{key}]"
+            if value is None:
+                value = ""  # Go reads null into a string as ""
             problem = qualified_name_problem(str(key))
             if problem:
                 yield obj.finding("content/metadata", "error", f"key {key!r}: {problem}", where)

@@ -15,11 +15,10 @@ from olmtool.bundle.examples import example_problems
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.crd import check_crd
+from olmtool.errors import InputError
+from olmtool.findings import Severity
+from olmtool.images import parse_reference
 
-IMAGE_REFERENCE = re.compile(
-    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
-    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
-)
 RELEASE = re.compile(r"^[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*$")
 
 
@@ -49,8 +48,8 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
         by_name[crd.name] = crd
         group, kind = crd.get("spec.group"), crd.get("spec.names.kind")
-        for version in crd.get("spec.versions") or []:
-            gvk = (str(group), str(version.get("name")), str(kind))
+        for version in crd_versions(crd):
+            gvk = (str(group), version, str(kind))
             if gvk in gvks and gvks[gvk] != crd.name:
                 yield crd.finding(
                     "bundle/duplicate-crd",
@@ -79,7 +78,7 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
                 path,
             )
             continue
-        versions = {str(v.get("name")) for v in crd.get("spec.versions") or []}
+        versions = set(crd_versions(crd))
         # A missing version or kind is csv/required's finding.
         if entry.get("version") and entry.get("version") not in versions:
             yield csv.finding(
@@ -105,9 +104,21 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
             )
 
 
+def crd_versions(crd: Object) -> list[str]:
+    """The version names a CRD defines: ``spec.versions``, or for apiextensions v1beta1
+    without them the singular ``spec.version`` (as upstream's bundle validator reads it)."""
+    versions = crd.get("spec.versions")
+    names = [str(v.get("name")) for v in versions or [] if isinstance(v, dict)]
+    if not names and crd.api_version == "apiextensions.k8s.io/v1beta1":
+        version = crd.get("spec.version")
+        names = [str(version)] if version else []
+    return names
+
+
 @register_csv("bundle")
 def examples_validate(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
-    """Each alm-example must be accepted by the CRD it targets."""
+    """Each alm-example should be accepted by the CRD it targets. OLM never applies
+    examples (consoles offer them to users), so a rejected one is a warning."""
     examples, _ = examples_of(csv)
     crds = [
         yamlio.plain(c.document) for c in bundle.crds if c.api_version == "apiextensions.k8s.io/v1"
@@ -118,7 +129,7 @@ def examples_validate(csv: Object, bundle: Bundle, context: Context) -> Iterator
             name = (example.get("metadata") or {}).get("name")
             yield csv.finding(
                 "bundle/example-invalid",
-                "error",
+                "warning",
                 f"alm-examples[{problem.index}] ({example.get('kind')} {name}) would be rejected: {problem.message}",
                 "metadata.annotations[alm-examples]",
             )
@@ -147,23 +158,29 @@ def service_accounts(csv: Object, bundle: Bundle, context: Context) -> Iterator[
 
 @register("bundle")
 def file_sizes(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    """Each file travels gzipped and base64-encoded in a ConfigMap (1 MiB limit)."""
-    for name, data in sorted(bundle.files.items()):
-        encoded = len(base64.b64encode(gzip.compress(data, mtime=0)))
-        if encoded > fmt.MAX_FILE_BYTES:
-            yield Finding(
-                "bundle/file-size",
-                "error",
-                f"{encoded} bytes compressed and encoded, over the 1 MiB ({fmt.MAX_FILE_BYTES}) limit",
-                bundle.display(name),
-            )
-        elif encoded > fmt.MAX_FILE_BYTES * fmt.WARN_FILE_FRACTION:
-            yield Finding(
-                "bundle/file-size",
-                "warning",
-                f"{encoded} bytes compressed and encoded, {encoded * 100 // fmt.MAX_FILE_BYTES}% of the 1 MiB limit",
-                bundle.display(name),
-            )
+    """OLM unpacks a bundle into one ConfigMap (1 MiB), each manifest gzipped and
+    base64-encoded: upstream sums those sizes over manifests/ and refuses more than
+    1 MiB, warning above 85%."""
+    sizes = {
+        name: len(base64.b64encode(gzip.compress(data, mtime=0)))
+        for name, data in bundle.files.items()
+        if name.startswith(f"{fmt.MANIFESTS_DIR}/")
+    }
+    total = sum(sizes.values())
+    if total <= fmt.MAX_BUNDLE_BYTES * fmt.WARN_BUNDLE_FRACTION:
+        return
+    largest = max(sizes, key=lambda name: (sizes[name], name))
+    what = (
+        f"the manifests take {total} bytes gzipped and base64-encoded (largest: "
+        f"{largest.removeprefix(f'{fmt.MANIFESTS_DIR}/')}, {sizes[largest]})"
+    )
+    if total > fmt.MAX_BUNDLE_BYTES:
+        severity: Severity = "error"
+        message = f"{what}, over the 1 MiB ({fmt.MAX_BUNDLE_BYTES}) ConfigMap OLM unpacks it into"
+    else:
+        severity = "warning"
+        message = f"{what}, {total * 100 // fmt.MAX_BUNDLE_BYTES}% of the 1 MiB limit"
+    yield Finding("bundle/file-size", severity, message, bundle.display(fmt.MANIFESTS_DIR))
 
 
 @register_csv("bundle")
@@ -193,13 +210,11 @@ def release_and_images(csv: Object, bundle: Bundle, context: Context) -> Iterato
             yield csv.finding(
                 "bundle/related-images", "error", "a related image needs an image reference", path
             )
-        elif not IMAGE_REFERENCE.match(str(image)):
-            yield csv.finding(
-                "bundle/related-images",
-                "error",
-                f"related image {image!r} is not a valid image reference",
-                f"{path}.image",
-            )
+        else:
+            try:
+                parse_reference(str(image))
+            except InputError as exc:
+                yield csv.finding("bundle/related-images", "error", exc.message, f"{path}.image")
 
 
 @register_csv("bundle")
@@ -221,12 +236,10 @@ def monitoring_objects(bundle: Bundle, context: Context) -> Iterator[Finding]:
     the prometheus-operator or Prometheus would refuse or silently change."""
     for obj in bundle.manifest_objects:
         for problem in monitoring_problems(obj.document):
-            yield obj.finding(
-                "objects/monitoring",
-                problem.severity,
-                problem.message,
-                problem.path,
-            )
+            # Only what the apiserver refuses stops the install; what the
+            # prometheus-operator or Prometheus refuse later is a warning here.
+            severity = problem.severity if problem.apiserver else "warning"
+            yield obj.finding("objects/monitoring", severity, problem.message, problem.path)
 
 
 @register("objects")

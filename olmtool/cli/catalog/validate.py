@@ -6,24 +6,38 @@ from pathlib import Path
 
 import typer
 
-from olmtool.actions import catalog_validate
+from olmtool.actions import catalog_checks, catalog_validate
 from olmtool.catalog import error_tree_lines
 from olmtool.cli.catalog import app
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stdout
+from olmtool.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    emit_checks,
+    escape,
+    exit_if,
+    stdout,
+)
 from olmtool.errors import display_path
 
 
 @app.command()
 def validate(
-    directory: Path = typer.Argument(..., help="The catalog's root directory (or one file)."),
+    directory: Path | None = typer.Argument(
+        None, help="The catalog's root directory (or one file)."
+    ),
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too."),
+    list_checks: bool = typer.Option(
+        False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
+    ),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Check a file-based catalog the way `opm validate` does, and more.
 
-    Beyond opm: skips naming nothing, skipRanges matching nothing, CSV replaces that
-    disagree with the channel, bundles with no upgrade path to the head, a default
-    channel whose head is older than another channel's, GVK and icon sanity.
+    Beyond opm (warnings; --list-checks shows each check's origin): skips naming
+    nothing, skipRanges matching nothing, CSV replaces that disagree with the channel,
+    bundles with no upgrade path to the head, a default channel whose head is older
+    than another channel's, GVK and icon sanity.
 
     Exit 0 when valid, 1 on errors (or on warnings with --strict).
 
@@ -32,7 +46,14 @@ def validate(
       olmtool catalog validate catalog/
 
       olmtool catalog validate catalog/ --strict -o json
+
+      olmtool catalog validate --list-checks
     """
+    if list_checks:
+        emit_checks(catalog_checks(), output)
+        return
+    if directory is None:
+        raise typer.BadParameter("a catalog directory is required", param_hint="DIRECTORY")
     report = catalog_validate(directory)
     passed = report.passed(strict=strict)
 

@@ -34,9 +34,9 @@ from olmtool.serve.index.data import (
 from olmtool.serve.index.queries import CatalogIndex
 from olmtool.serve.index.store import BlobRef, BlobStore
 
-# Errors that do not refuse a catalog. What `opm serve` serves, olmtool serves: the
-# checks opm does not make ("extra" in CHECKS: unreachable-head, gvk) are olmtool's own
-# opinion and never block serving. image-missing: opm refuses a bundle with neither an
+# Findings that do not refuse a catalog. What `opm serve` serves, olmtool serves: the
+# checks opm does not make ("extra" in CHECKS, origin olmtool) are olmtool's own opinion
+# (warnings) and never block serving. image-missing: opm refuses a bundle with neither an
 # image nor olm.bundle.object properties, but olmtool serves such bundles (a CSV
 # synthesized from olm.csv.metadata), as it always has.
 SERVED_DESPITE = frozenset(
