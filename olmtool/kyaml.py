@@ -49,6 +49,7 @@ __all__ = [
     "parse",
     "read",
     "read_text",
+    "reads_as_string",
 ]
 
 _STR = "tag:yaml.org,2002:str"
@@ -193,6 +194,11 @@ def _plain_scalar(value: str) -> Any:
     elif first == "." and _DOT_FLOAT.match(value):
         return float(value)
     return value
+
+
+def reads_as_string(text: str) -> bool:
+    """Whether ``text`` unquoted reads back as this string (writers quote it otherwise)."""
+    return isinstance(_plain_scalar(text), str) if text else False
 
 
 def _tagged_scalar(tag: str, value: str) -> Any:

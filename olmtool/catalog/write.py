@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
 from olmtool.fsutil import TreeDiff, diff_tree, write_tree
 
@@ -26,6 +27,10 @@ class _Dumper(yaml.CSafeDumper):
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
+    if style is None and value and not kyaml.reads_as_string(value):
+        # YAML 1.1 as yaml.v2 reads it: "y", "0o755", "1e5" would not come back as
+        # strings, and PyYAML's own resolver does not know it; go-yaml double-quotes.
+        style = '"'
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
