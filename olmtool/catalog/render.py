@@ -16,7 +16,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.bundle import Bundle as BundleFiles
 from olmtool.bundle import (
     Source,
@@ -193,14 +193,14 @@ def render_bundle(
         raise InputError(
             f"not a valid bundle: metadata/annotations.yaml has no {fmt.PACKAGE}", path=where
         )
-    document = yamlio.plain(csv.document)
+    document = csv.document
     version = str(_get(document, "spec.version") or "")
     if not version:
         raise InputError(
             "the ClusterServiceVersion has no spec.version", path=files.display(csv.file)
         )
     properties = _properties(files, document, package, version)
-    manifests = [yamlio.plain(o.document) for o in files.manifest_objects]
+    manifests = [o.document for o in files.manifest_objects]
     if payload is BundlePayload.objects:
         properties += [props.bundle_object(m) for m in manifests]
     else:
@@ -248,7 +248,7 @@ def _properties(
         dc.Property(dc.PROP_PACKAGE, {"packageName": package, "version": version})
     ]
     for crd in files.crds:
-        document = yamlio.plain(crd.document)
+        document = crd.document
         group = _get(document, "spec.group") or ""
         kind = _get(document, "spec.names.kind") or ""
         for served in _get(document, "spec.versions") or []:
@@ -334,9 +334,7 @@ def _passthrough(files: BundleFiles, csv: dict[str, Any]) -> list[dc.Property]:
 def _metadata_yaml(files: BundleFiles, relative: str) -> dict[str, Any] | None:
     if relative not in files.files:
         return None
-    document = yamlio.plain(
-        yamlio.loads(files.files[relative].decode("utf-8"), path=files.display(relative))
-    )
+    document = kyaml.load(files.files[relative].decode("utf-8"), path=files.display(relative))
     if document is not None and not isinstance(document, dict):
         raise InputError("expected a mapping", path=files.display(relative))
     return document

@@ -12,7 +12,6 @@ from urllib.parse import urlparse
 
 import semver
 
-from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of
@@ -293,7 +292,7 @@ def _channel_names(bundle: Bundle) -> Iterator[Finding]:
                 "warning",
                 f"channel {channel!r} does not follow the candidate/stable/fast naming convention",
                 bundle.display(fmt.ANNOTATIONS_FILE),
-                yamlio.line_at(bundle.annotations_document, path),
+                bundle.annotation_line(path),
                 path,
             )
 
