@@ -177,7 +177,11 @@ def render_bundle(
 ) -> RenderedBundle:
     """Render a loaded bundle; a bundle too broken to render is an InputError."""
     where = files.display("") if files.label else display_path(files.root)
-    fatal = [p for p in files.problems if p.check.startswith(("format/", "loader/"))]
+    fatal = [
+        p
+        for p in files.problems
+        if p.severity == "error" and p.check.startswith(("format/", "loader/"))
+    ]
     if fatal:
         raise InputError(
             f"not a valid bundle: {fatal[0].message}",
