@@ -43,6 +43,7 @@ __all__ = [
     "YamlFile",
     "iter_documents",
     "json_key",
+    "key_text",
     "line_at",
     "load",
     "load_all",
@@ -406,7 +407,7 @@ def _child(node: Node | None, token: str) -> tuple[int, Node] | None:
     if isinstance(node, MappingNode):
         hit = None
         for key_node, value_node in node.value:  # the last of duplicates wins
-            if isinstance(key_node, ScalarNode) and _key_text(key_node) == token:
+            if isinstance(key_node, ScalarNode) and key_text(key_node) == token:
                 hit = (key_node.start_mark.line + 1, value_node)
         return hit
     if isinstance(node, SequenceNode) and token.isdigit() and int(token) < len(node.value):
@@ -415,7 +416,7 @@ def _child(node: Node | None, token: str) -> tuple[int, Node] | None:
     return None
 
 
-def _key_text(node: ScalarNode) -> str:
+def key_text(node: ScalarNode) -> str:
     """A composed key as the data has it (``1``, ``true``, ``yes`` -> ``"true"``)."""
     try:
         return _Builder().key(node)
@@ -423,8 +424,11 @@ def _key_text(node: ScalarNode) -> str:
         return str(node.value)
 
 
-def parse(text: str, *, path: str | Path | None = None) -> YamlFile:
-    """Every document of ``text``; bad YAML raises InputError naming ``path`` and the line."""
+def parse(text: str, *, path: str | Path | None = None, single: bool = False) -> YamlFile:
+    """Every document of ``text``; bad YAML raises InputError naming ``path`` and the line.
+
+    ``single``: more than one document is an error too (a config file, annotations.yaml).
+    """
     builder = _Builder()
     documents: list[Any] = []
     positions: list[int] = []
@@ -435,7 +439,14 @@ def parse(text: str, *, path: str | Path | None = None) -> YamlFile:
             if data is not None:
                 documents.append(data)
                 positions.append(position)
-    return YamlFile(text, documents, list(builder.duplicates.values()), positions)
+    parsed = YamlFile(text, documents, list(builder.duplicates.values()), positions)
+    if single and (len(positions) > 1 or (positions and positions[0] > 0)):
+        raise InputError(
+            "invalid YAML: expected a single document in the stream",
+            path=path,
+            line=parsed.start_line(1 if positions[0] == 0 else 0),
+        )
+    return parsed
 
 
 def load_all(text: str, *, path: str | Path | None = None) -> list[Any]:
@@ -445,13 +456,8 @@ def load_all(text: str, *, path: str | Path | None = None) -> list[Any]:
 
 def load(text: str, *, path: str | Path | None = None) -> Any:
     """The single document of ``text`` (None when empty); more than one is an error."""
-    documents = parse(text, path=path)
-    if len(documents.positions) > 1 or (documents.positions and documents.positions[0] > 0):
-        line = documents.start_line(1 if documents.positions[0] == 0 else 0)
-        raise InputError(
-            "invalid YAML: expected a single document in the stream", path=path, line=line
-        )
-    return documents.documents[0] if documents.documents else None
+    documents = parse(text, path=path, single=True).documents
+    return documents[0] if documents else None
 
 
 def read_text(path: str | Path) -> str:
@@ -464,6 +470,6 @@ def read_text(path: str | Path) -> str:
         raise InputError(f"cannot read: {exc}", path=path) from None
 
 
-def read(path: str | Path) -> YamlFile:
+def read(path: str | Path, *, single: bool = False) -> YamlFile:
     """A UTF-8 YAML file parsed, or a one-line InputError naming it."""
-    return parse(read_text(path), path=path)
+    return parse(read_text(path), path=path, single=single)
