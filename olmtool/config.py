@@ -31,14 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from olmtool import kyaml
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
-from olmtool.errors import InputError
+from olmtool.errors import InputError, ProjectNotFound
 from olmtool.images import ImageSettings
 
 CONFIG_NAME = "olmtool.yaml"
-
-
-class ProjectNotFound(InputError):
-    """No ``olmtool.yaml`` was given or found upward from the working directory."""
 
 
 class _Section(BaseModel):

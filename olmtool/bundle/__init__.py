@@ -20,7 +20,7 @@ lazy_package(
             "manifest_file_name",
             "write_bundle",
         ),
-        "olmtool.bundle.checks": ("OPTIONAL_SUITES",),
+        "olmtool.bundle.suites": ("OPTIONAL_SUITES",),
         "olmtool.bundle.csv": (
             "generate_csv",
             "merge_into_base",

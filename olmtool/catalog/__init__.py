@@ -16,6 +16,7 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
+        "olmtool.catalog.choices": ("BundlePayload", "CatalogFormat", "GraphView"),
         "olmtool.catalog.bundle_checks": ("inspect_bundle",),
         "olmtool.catalog.checks": ("CHECKS",),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
@@ -43,7 +44,6 @@ lazy_package(
             "publish",
         ),
         "olmtool.catalog.render": (
-            "BundlePayload",
             "render",
             "render_bundle_dir",
         ),
@@ -60,7 +60,6 @@ lazy_package(
             "validate_config",
         ),
         "olmtool.catalog.write": (
-            "CatalogFormat",
             "render_catalog",
             "render_config",
             "write_package",
@@ -78,6 +77,7 @@ __all__ = [
     "DeclarativeConfig",
     "EntryView",
     "Finding",
+    "GraphView",
     "LoadResult",
     "PackageView",
     "PublishResult",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from olmtool.bundle import (
 from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
+from olmtool.catalog.choices import BundlePayload
 from olmtool.catalog.load import load_catalog_strict, load_texts
 from olmtool.errors import InputError, display_path
 
@@ -55,13 +55,6 @@ _CSV_METADATA_FIELDS = (
     ("nativeAPIs", "spec.nativeAPIs"),
     ("provider", "spec.provider"),
 )
-
-
-class BundlePayload(StrEnum):
-    """How a rendered bundle carries its manifests."""
-
-    objects = "objects"  # one olm.bundle.object per manifest (opm's default)
-    csv_metadata = "csv-metadata"  # a single olm.csv.metadata, no manifests (smaller)
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ loader), so strings such as ``"yes"`` or ``"12:30"`` stay quoted strings. Blobs 
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 import yaml
 
 from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import CatalogFormat
 from olmtool.fsutil import TreeDiff, diff_tree, write_tree
 
 GLOBAL_DIR = "__global"
@@ -47,11 +47,6 @@ def to_yaml(blob: dict) -> str:
         allow_unicode=True,
         width=_NO_WRAP,
     )
-
-
-class CatalogFormat(StrEnum):
-    json = "json"
-    yaml = "yaml"
 
 
 def render_config(config: dc.DeclarativeConfig, fmt: CatalogFormat = CatalogFormat.json) -> str:

@@ -10,6 +10,7 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
+        "olmtool.cluster.defaults": ("DEFAULT_NAME", "DEFAULT_REGISTRY_PORT"),
         "olmtool.cluster.assets": (
             "AssetsError",
             "build_assets",
@@ -32,6 +33,8 @@ lazy_package(
 )
 
 __all__ = [
+    "DEFAULT_NAME",
+    "DEFAULT_REGISTRY_PORT",
     "AssetsError",
     "ClusterNetwork",
     "ControlPlane",

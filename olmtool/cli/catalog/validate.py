@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from olmtool.actions import catalog_validate
-from olmtool.catalog import error_tree_lines
+from olmtool import actions
 from olmtool.cli.catalog import app
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, exit_if, stdout
 from olmtool.errors import display_path
@@ -33,11 +32,13 @@ def validate(
 
       olmtool catalog validate catalog/ --strict -o json
     """
-    report = catalog_validate(directory)
+    report = actions.catalog_validate(directory)
     passed = report.passed(strict=strict)
 
     def text() -> None:
         if report.findings:
+            from olmtool.catalog import error_tree_lines
+
             for line in error_tree_lines(report.findings):
                 stdout.print(escape(line))
         verdict = "[green]valid[/]" if passed else "[red]invalid[/]"
