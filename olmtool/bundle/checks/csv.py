@@ -9,8 +9,8 @@ from typing import Any
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register_csv
 from olmtool.bundle.checks.layout import dns_subdomain_problem
+from olmtool.bundle.format import INSTALL_MODE_TYPES
 from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.bundle.settings import INSTALL_MODE_TYPES
 from olmtool.versions import parse_range, parse_version
 
 OLM_ANNOTATIONS = (

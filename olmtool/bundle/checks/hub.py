@@ -15,8 +15,8 @@ import semver
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of
+from olmtool.bundle.format import Capability
 from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.bundle.settings import Capability
 from olmtool.versions import parse_version
 
 CAPABILITIES = Capability.__args__  # type: ignore[attr-defined]
