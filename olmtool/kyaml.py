@@ -41,6 +41,7 @@ from olmtool.errors import InputError
 __all__ = [
     "DuplicateKey",
     "YamlFile",
+    "go_string",
     "iter_documents",
     "json_key",
     "key_text",
@@ -115,8 +116,20 @@ def json_key(key: Any) -> str:
     if isinstance(key, int):
         return str(key)
     if isinstance(key, float):
-        return _go_float_key(key)
+        return _go_float(key, single=True)
     return str(key)
+
+
+def go_string(value: Any) -> str:
+    """A scalar as sigs.k8s.io/yaml hands it to a Go string field (map[string]string
+    annotations): ``true`` -> "true", ``1.0`` -> "1", null -> ""."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return _go_float(value, single=False)
+    return str(value)
 
 
 def _float32(value: float) -> float:
@@ -126,26 +139,30 @@ def _float32(value: float) -> float:
         return math.copysign(math.inf, value)
 
 
-def _go_float_key(value: float) -> str:
-    """strconv.FormatFloat(value, 'g', -1, 32), which sigs.k8s.io/yaml uses for keys."""
-    single = _float32(value)
-    if math.isnan(single):
-        return ".nan"
-    if math.isinf(single):
-        return ".inf" if single > 0 else "-.inf"
-    if single == 0:
-        return "-0" if math.copysign(1, single) < 0 else "0"
-    for precision in range(9):  # the shortest digits that read back as the same float32
-        text = f"{abs(single):.{precision}e}"
-        if _float32(float(text)) == abs(single):
+def _go_float(value: float, *, single: bool) -> str:
+    """strconv.FormatFloat(value, 'g', -1, 32 or 64): keys are formatted as float32."""
+    if single:
+        value = _float32(value)
+    if math.isnan(value):
+        return ".nan" if single else "NaN"
+    if math.isinf(value):
+        if single:
+            return ".inf" if value > 0 else "-.inf"
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1, value) < 0 else "0"
+    magnitude = abs(value)
+    for precision in range(17):  # the shortest digits that read back as the same value
+        text = f"{magnitude:.{precision}e}"
+        if (_float32(float(text)) if single else float(text)) == magnitude:
             break
     mantissa, exponent = text.split("e")
     digits = mantissa.replace(".", "").rstrip("0") or "0"
-    point = int(exponent) + 1  # digits before the decimal point
-    sign = "-" if single < 0 else ""
-    if not -4 <= point - 1 < 6:  # Go: %e when exp < -4 || exp >= 6 for shortest
+    power = int(exponent)
+    point = power + 1  # digits before the decimal point
+    sign = "-" if value < 0 else ""
+    if not -4 <= power < 6:  # Go's %e rule for the shortest form
         fraction = f".{digits[1:]}" if len(digits) > 1 else ""
-        power = int(exponent)
         return f"{sign}{digits[0]}{fraction}e{'-' if power < 0 else '+'}{abs(power):02d}"
     if point <= 0:
         return f"{sign}0.{'0' * -point}{digits}"
@@ -165,7 +182,11 @@ class DuplicateKey:
     document: int = 0  # index among the file's non-empty documents
 
 
-class _Loader(yaml.CSafeLoader):
+# libyaml's C parser (PyYAML built without it still works, only slower)
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc,valid-type]
     """libyaml's parser and composer; plain scalars are resolved later, by :class:`_Builder`.
 
     libyaml calls ``resolve`` for every untagged node: answering with constants keeps

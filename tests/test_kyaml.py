@@ -265,3 +265,22 @@ def test_matches_opm(tmp_path: Path) -> None:
         [str(OPM), "render", str(catalog)], capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(rendered)["vals"] == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"),
+        (None, ""),
+        (3, "3"),
+        (1.0, "1"),
+        (1.5, "1.5"),
+        (1e6, "1e+06"),
+        (1234567.5, "1.2345675e+06"),
+        (0.0001, "0.0001"),
+        (1e-5, "1e-05"),
+        ("x", "x"),
+    ],
+)
+def test_go_string_is_how_a_go_string_field_receives_a_scalar(value: object, text: str) -> None:
+    assert kyaml.go_string(value) == text

@@ -264,4 +264,5 @@ def _load_annotations(bundle: Bundle) -> None:
         return
     bundle.annotations_document = document
     bundle.annotations_source = source
-    bundle.annotations = {str(k): "" if v is None else str(v) for k, v in annotations.items()}
+    # map[string]string in Go: scalars as sigs.k8s.io/yaml writes them (true -> "true")
+    bundle.annotations = {k: kyaml.go_string(v) for k, v in annotations.items()}
