@@ -28,17 +28,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
-from olmtool.errors import InputError
+from olmtool.errors import InputError, ProjectNotFound
 from olmtool.images import ImageSettings
 
 CONFIG_NAME = "olmtool.yaml"
-
-
-class ProjectNotFound(InputError):
-    """No ``olmtool.yaml`` was given or found upward from the working directory."""
 
 
 class _Section(BaseModel):
@@ -85,7 +81,8 @@ def load_project(config: Path | None = None) -> Project:
     path = config or find_config()
     if path is None:
         raise ProjectNotFound(f"no {CONFIG_NAME} in this directory or its parents")
-    data = yamlio.load(path)
+    source = kyaml.read(path, single=True)  # as Kubernetes reads YAML; lines only on error
+    data = source.documents[0] if source.documents else None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -98,12 +95,12 @@ def load_project(config: Path | None = None) -> Project:
         message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
             first["type"], first["msg"].removeprefix("Value error, ")
         )
-        raise InputError(f"{loc}: {message}", path=path, line=yamlio.line_at(data, loc)) from None
+        raise InputError(f"{loc}: {message}", path=path, line=source.line_at(0, loc)) from None
     return Project(settings=settings, root=path.parent, file=path)
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:
-    """A pydantic error location as ``a.b[0].c``, the notation :func:`yamlio.line_at` reads."""
+    """A pydantic error location as ``a.b[0].c``, the notation :func:`kyaml.line_at` reads."""
     path = ""
     for part in loc:
         if isinstance(part, int):

@@ -49,6 +49,10 @@ class InputError(OlmtoolError):
     """A file olmtool was asked to read is missing, malformed or inconsistent."""
 
 
+class ProjectNotFound(InputError):
+    """No ``olmtool.yaml`` was given or found upward from the working directory."""
+
+
 class ArgumentError(InputError):
     """An argument of a library call is wrong or missing. ``argument`` is the keyword
     argument's name and the message reads after it; the CLI, which knows the flag behind

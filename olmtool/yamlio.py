@@ -1,13 +1,14 @@
 """Deterministic YAML: sorted keys, block style, literal blocks for multi-line text.
 
 Every generated file goes through :func:`dump` so that regenerating an unchanged input
-gives a byte-identical file and diffs stay small.
+gives a byte-identical file and diffs stay small. Reading uses ruamel's round trip only
+where a file is rewritten keeping its comments (the base CSV): files read for their data
+go through :mod:`olmtool.kyaml`, which reads YAML as Kubernetes does, much faster.
 """
 
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,14 +114,6 @@ def _one_line_errors(path: str | Path | None) -> Iterator[None]:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
 
 
-def line_of(node: Any, key: str | int) -> int | None:
-    """1-based line of ``key`` inside a mapping or sequence loaded by :func:`load`."""
-    try:
-        return node.lc.key(key)[0] + 1 if isinstance(key, str) else node.lc.item(key)[0] + 1
-    except (AttributeError, KeyError, IndexError, TypeError):
-        return None
-
-
 def load_all(path: str | Path) -> list[Any]:
     """Every document of a multi-document YAML file (empty documents skipped)."""
     return loads_all(read_text(path), path=path)
@@ -129,29 +122,3 @@ def load_all(path: str | Path) -> list[Any]:
 def loads_all(text: str, *, path: str | Path | None = None) -> list[Any]:
     with _one_line_errors(path):
         return [doc for doc in YAML(typ="rt").load_all(text) if doc is not None]
-
-
-def start_line(document: Any) -> int | None:
-    """1-based line where a document (or node) loaded round-trip begins."""
-    try:
-        return document.lc.line + 1
-    except AttributeError:
-        return None
-
-
-_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
-
-
-def line_at(document: Any, dotted_path: str) -> int | None:
-    """Line of the deepest node of ``a.b[0].c[key]`` (apiserver field-path notation)."""
-    line = None
-    node = document
-    for match in _PATH_TOKEN.finditer(dotted_path):
-        token = match.group(1) if match.group(1) is not None else match.group(2)
-        key: str | int = int(token) if token.isdigit() and isinstance(node, list) else token
-        found = line_of(node, key)
-        if found is None:
-            break
-        line = found
-        node = node[key]
-    return line

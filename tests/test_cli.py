@@ -348,3 +348,15 @@ def test_bad_cluster_name_is_one_line_naming_the_flag(
     assert len(message.splitlines()) == 1
     assert message.startswith("error: --name 'Bad Name!': invalid cluster name; use lowercase")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_importing_the_cli_defers_heavy_libraries() -> None:
+    """`olmtool --help` must start fast: the CLI module tree imports no heavy library until
+    a command runs (lazy package faces, imports inside the commands)."""
+    heavy = ["pydantic", "ruamel", "jsonschema", "httpx", "kubernetes", "grpc", "cryptography"]
+    code = (
+        "import sys, olmtool.cli, olmtool.cli.output\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"

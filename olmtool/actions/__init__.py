@@ -15,29 +15,57 @@ arguments, calls one action and renders its result; anything it does, this does:
 Long actions take ``progress``, a callable that receives a line about the current step.
 """
 
-from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
-from olmtool.actions.bundle_validate import bundle_checks, bundle_validate
-from olmtool.actions.catalog_add import catalog_add
-from olmtool.actions.catalog_graph import CatalogGraph, GraphView, catalog_graph
-from olmtool.actions.catalog_publish import CatalogPublishResult, catalog_publish
-from olmtool.actions.catalog_render import catalog_render
-from olmtool.actions.catalog_serve import catalog_index, catalog_serve
-from olmtool.actions.catalog_validate import catalog_checks, catalog_validate
-from olmtool.actions.cluster_down import cluster_down
-from olmtool.actions.cluster_status import (
-    cluster_kubeconfig,
-    cluster_logs,
-    cluster_status,
-)
-from olmtool.actions.cluster_up import cluster_up
-from olmtool.actions.crd_generate import CrdGenerateResult, crd_generate
-from olmtool.actions.crd_validate import crd_validate
-from olmtool.actions.image_build import ImageBuildResult, image_build
-from olmtool.actions.image_lock import ImageLockResult, image_lock
-from olmtool.cluster import local as _local
-from olmtool.images import ImageTarget
+from olmtool._lazy import lazy_package
 
-ClusterStatus = _local.ClusterStatus  # what cluster_status returns
+lazy_package(
+    __name__,
+    {
+        "olmtool.actions.bundle_build": (
+            "BundleBuildResult",
+            "bundle_build",
+        ),
+        "olmtool.actions.bundle_validate": ("bundle_checks", "bundle_validate"),
+        "olmtool.actions.catalog_add": ("catalog_add",),
+        "olmtool.actions.catalog_graph": (
+            "CatalogGraph",
+            "GraphView",
+            "catalog_graph",
+        ),
+        "olmtool.actions.catalog_publish": (
+            "CatalogPublishResult",
+            "catalog_publish",
+        ),
+        "olmtool.actions.catalog_render": ("catalog_render",),
+        "olmtool.actions.catalog_serve": (
+            "catalog_index",
+            "catalog_serve",
+        ),
+        "olmtool.actions.catalog_validate": ("catalog_checks", "catalog_validate"),
+        "olmtool.actions.cluster_down": ("cluster_down",),
+        "olmtool.actions.cluster_status": (
+            "cluster_kubeconfig",
+            "cluster_logs",
+            "cluster_status",
+        ),
+        "olmtool.actions.cluster_up": ("cluster_up",),
+        "olmtool.actions.crd_generate": (
+            "CrdGenerateResult",
+            "crd_generate",
+        ),
+        "olmtool.actions.crd_validate": ("crd_validate",),
+        "olmtool.actions.image_build": (
+            "ImageBuildResult",
+            "image_build",
+        ),
+        "olmtool.actions.image_lock": (
+            "ImageLockResult",
+            "image_lock",
+        ),
+        "olmtool.images": ("ImageTarget",),
+        "olmtool.cluster.local": ("ClusterStatus",),  # what cluster_status returns
+    },
+)
+
 
 __all__ = [
     "BundleBuildResult",

@@ -8,10 +8,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from olmtool.catalog import (
+    GraphView,
     PackageView,
     UpgradePath,
     load_catalog_strict,
@@ -20,12 +20,6 @@ from olmtool.catalog import (
     upgrade_paths,
 )
 from olmtool.errors import ArgumentError
-
-
-class GraphView(StrEnum):
-    tree = "tree"  # channels and entries (package_views), for a terminal tree
-    mermaid = "mermaid"  # what `opm alpha render-graph` prints
-    paths = "paths"  # the upgrades OLM v0 and OLM v1 would make from every bundle
 
 
 @dataclass

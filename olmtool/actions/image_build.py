@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.actions._project import project_section
 from olmtool.config import Project
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
@@ -237,6 +237,6 @@ def _save(
 
 def _line(project: Project, field: str) -> int | None:
     try:
-        return yamlio.line_at(yamlio.load(project.file), field)
+        return kyaml.read(project.file).line_at(0, field)
     except OlmtoolError:
         return None

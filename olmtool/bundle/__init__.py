@@ -9,22 +9,44 @@ reads any bundle directory without failing on its defects, and :func:`validate_b
 runs the upstream validators' checks (plus the ones upstream misses) over it.
 """
 
-from olmtool.bundle.build import BuiltBundle, build_bundle, manifest_file_name, write_bundle
-from olmtool.bundle.checks import OPTIONAL_SUITES
-from olmtool.bundle.checks.table import CHECKS, CheckInfo
-from olmtool.bundle.csv import generate_csv, merge_into_base
-from olmtool.bundle.image import bundle_image
-from olmtool.bundle.model import Bundle, load_bundle
-from olmtool.bundle.settings import BundleSettings
-from olmtool.bundle.source import (
-    Source,
-    SourceKind,
-    names_registry,
-    open_bundle,
-    resolve_source,
-    unpacked_image,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.bundle.build": (
+            "BuiltBundle",
+            "build_bundle",
+            "manifest_file_name",
+            "write_bundle",
+        ),
+        "olmtool.bundle.suites": ("OPTIONAL_SUITES",),
+        "olmtool.bundle.checks.table": ("CHECKS", "CheckInfo"),
+        "olmtool.bundle.csv": (
+            "generate_csv",
+            "merge_into_base",
+        ),
+        "olmtool.bundle.image": ("bundle_image",),
+        "olmtool.bundle.model": (
+            "Bundle",
+            "load_bundle",
+        ),
+        "olmtool.bundle.settings": ("BundleSettings",),
+        "olmtool.bundle.source": (
+            "Source",
+            "SourceKind",
+            "names_registry",
+            "open_bundle",
+            "resolve_source",
+            "unpacked_image",
+        ),
+        "olmtool.bundle.validate": (
+            "Report",
+            "select_suites",
+            "validate_bundle",
+        ),
+    },
 )
-from olmtool.bundle.validate import Report, select_suites, validate_bundle
 
 __all__ = [
     "CHECKS",

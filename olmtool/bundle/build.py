@@ -14,7 +14,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from olmtool import yamlio
+from olmtool import kyaml, yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.csv import generate_csv, merge_into_base
 from olmtool.bundle.examples import example_problems
@@ -52,6 +52,11 @@ class Source:
     document: Any
     file: Path
     line: int | None
+    parsed: kyaml.YamlFile | None = field(default=None, repr=False)
+    index: int = 0  # which of the file's documents
+
+    def line_at(self, path: str) -> int | None:
+        return self.parsed.line_at(self.index, path) if self.parsed else None
 
 
 @dataclass
@@ -75,7 +80,7 @@ def build_bundle(
     icon = _read_icon(root / settings.csv.icon) if settings.csv.icon else None
 
     generated = generate_csv(
-        settings, [yamlio.plain(c.document) for c in crds], [e.document for e in examples], icon
+        settings, [c.document for c in crds], [e.document for e in examples], icon
     )
     csv = merge_into_base(base, generated)
     if not csv.get("spec", {}).get("displayName"):
@@ -102,7 +107,7 @@ def build_bundle(
                 path=source.file,
                 line=source.line,
             )
-        manifests[name] = yamlio.dump(yamlio.plain(source.document))
+        manifests[name] = yamlio.dump(source.document)
     manifests[fmt.ANNOTATIONS_FILE] = yamlio.dump({"annotations": labels}, sort_keys=False)
     manifests[fmt.DOCKERFILE] = fmt.dockerfile(labels, settings.scorecard)
     if settings.scorecard:
@@ -171,7 +176,7 @@ def _read_extra_manifests(settings: BundleSettings, root: Path) -> Iterator[Sour
                 line=source.line,
             )
         if kind not in fmt.SUPPORTED_KINDS:
-            line = yamlio.line_of(source.document, "kind") or source.line
+            line = source.line_at("kind") or source.line
             raise InputError(
                 f"kind {kind or '<none>'} cannot be shipped in a bundle: OLM installs only "
                 f"{', '.join(sorted(fmt.SUPPORTED_KINDS - {fmt.CSV_KIND, fmt.CRD_KIND}))}",
@@ -191,7 +196,7 @@ def _check_monitoring(source: Source) -> None:
     for problem in monitoring_problems(source.document):
         if problem.severity == "error":
             where = f"{problem.path}: " if problem.path else ""
-            line = yamlio.line_at(source.document, problem.path) if problem.path else None
+            line = source.line_at(problem.path) if problem.path else None
             raise InputError(
                 f"{_describe(source.document)}: {where}{problem.message}",
                 path=source.file,
@@ -220,10 +225,11 @@ def _manifest_paths(directory: Path) -> Iterator[Path]:
 
 def _documents(paths: Sequence[Path]) -> Iterator[Source]:
     for path in paths:
-        for document in yamlio.load_all(path):
+        parsed = kyaml.read(path)  # data as Kubernetes reads it; lines only on a problem
+        for index, document in enumerate(parsed.documents):
             if not isinstance(document, dict):
                 raise InputError("expected a Kubernetes object (a mapping)", path=path)
-            yield Source(document, path, yamlio.start_line(document))
+            yield Source(document, path, parsed.start_line(index), parsed, index)
 
 
 def _kind(source: Source) -> str:
@@ -235,8 +241,8 @@ def _describe(document: dict[str, Any]) -> str:
 
 
 def _check_examples(examples: Sequence[Source], crds: Sequence[Any]) -> None:
-    documents = [yamlio.plain(e.document) for e in examples]
-    for problem in example_problems(documents, [yamlio.plain(c) for c in crds]):
+    documents = [e.document for e in examples]
+    for problem in example_problems(documents, list(crds)):
         source = examples[problem.index]
         raise InputError(
             f"example {_describe(source.document)}: {problem.message}",

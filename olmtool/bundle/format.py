@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+# The install modes a CSV can declare (operator-framework/api's InstallModeType); here
+# rather than in settings so that the checks need not import pydantic.
+InstallModeType = Literal["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
+INSTALL_MODE_TYPES: tuple[InstallModeType, ...] = (
+    "OwnNamespace",
+    "SingleNamespace",
+    "MultiNamespace",
+    "AllNamespaces",
+)
+Capability = Literal[
+    "Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot"
+]
+
 MANIFESTS_DIR = "manifests"
 METADATA_DIR = "metadata"
 ANNOTATIONS_FILE = "metadata/annotations.yaml"

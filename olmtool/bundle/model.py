@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.bundle import format as fmt
 from olmtool.errors import InputError, display_path
 from olmtool.findings import Finding as BaseFinding
@@ -37,11 +37,25 @@ class Finding(BaseFinding):
 
 @dataclass
 class Object:
-    """A Kubernetes object from one of the bundle's files."""
+    """A Kubernetes object from one of the bundle's files.
+
+    ``document`` is plain data (sigs.k8s.io/yaml's reading); lines come from ``source``,
+    the parsed file, only when a finding asks for one.
+    """
 
     document: Any
     file: str  # relative to the bundle root, e.g. "manifests/foo.yaml"
     bundle: Bundle
+    source: kyaml.YamlFile | None = field(default=None, repr=False)
+    index: int = 0  # which of the file's documents
+
+    @property
+    def start_line(self) -> int | None:
+        return self.source.start_line(self.index) if self.source else None
+
+    def line_at(self, path: str) -> int | None:
+        """Line of the deepest node of ``path`` (``spec.install.spec.deployments[0]``)."""
+        return self.source.line_at(self.index, path) if self.source else None
 
     @property
     def kind(self) -> str:
@@ -69,9 +83,9 @@ class Object:
     def finding(
         self, check: str, severity: Severity, message: str, path: str | None = None
     ) -> Finding:
-        line = yamlio.line_at(self.document, path) if path else None
+        line = self.line_at(path) if path else None
         if line is None:
-            line = yamlio.start_line(self.document)
+            line = self.start_line
         return Finding(check, severity, message, self.bundle.display(self.file), line, path)
 
 
@@ -84,7 +98,8 @@ class Bundle:
     files: dict[str, bytes] = field(default_factory=dict)
     objects: list[Object] = field(default_factory=list)
     annotations: dict[str, Any] | None = None
-    annotations_document: Any = None
+    annotations_document: Any = None  # plain data; lines from annotations_source
+    annotations_source: kyaml.YamlFile | None = None
     image_labels: dict[str, str] | None = None
     problems: list[Finding] = field(default_factory=list)
 
@@ -110,9 +125,21 @@ class Bundle:
     def crds(self) -> list[Object]:
         return [o for o in self.manifest_objects if o.kind == fmt.CRD_KIND]
 
-    def problem(self, check: str, message: str, file: str | None = None, line: int | None = None):
+    def annotation_line(self, path: str) -> int | None:
+        """Line of ``path`` (``annotations[key]``) in metadata/annotations.yaml."""
+        source = self.annotations_source
+        return source.line_at(0, path) if source else None
+
+    def problem(
+        self,
+        check: str,
+        message: str,
+        file: str | None = None,
+        line: int | None = None,
+        severity: Severity = "error",
+    ) -> None:
         where = self.display(file) if file is not None else display_path(self.root)
-        self.problems.append(Finding(check, "error", message, where, line))
+        self.problems.append(Finding(check, severity, message, where, line))
 
 
 def load_bundle(root: Path, *, label: str | None = None) -> Bundle:
@@ -162,15 +189,17 @@ def _load_manifests(bundle: Bundle) -> None:
             "loader/multiple-csvs",
             f"a second ClusterServiceVersion ({extra.name}); a bundle has exactly one",
             extra.file,
-            yamlio.start_line(extra.document),
+            extra.start_line,
         )
 
 
 def _load_manifest(bundle: Bundle, relative: str) -> None:
     data = bundle.files[relative]
     try:
-        text = data.decode("utf-8")
-        documents = list(_parse_all(text))
+        source = _parse(data)
+        for document in source.documents:
+            if not isinstance(document, dict):
+                raise InputError(f"expected a Kubernetes object, found a {_kind(document)}")
     except (InputError, UnicodeDecodeError) as exc:
         looks_like_csv = b"ClusterServiceVersion" in data or "clusterserviceversion" in relative
         check = "loader/csv-parse" if looks_like_csv else "loader/manifest-parse"
@@ -179,16 +208,33 @@ def _load_manifest(bundle: Bundle, relative: str) -> None:
         reason = exc.message if isinstance(exc, InputError) else "not UTF-8 text"
         bundle.problem(check, f"cannot parse {what}: {reason}", relative, line)
         return
-    for document in documents:
-        bundle.objects.append(Object(document, relative, bundle))
+    _duplicate_keys(bundle, relative, source)
+    for index, document in enumerate(source.documents):
+        bundle.objects.append(Object(document, relative, bundle, source, index))
 
 
-def _parse_all(text: str) -> list[Any]:
-    documents = yamlio.loads_all(text)
-    for document in documents:
-        if not isinstance(document, dict):
-            raise InputError(f"expected a Kubernetes object, found a {type(document).__name__}")
-    return documents
+def _parse(data: bytes, *, errors: str = "strict") -> kyaml.YamlFile:
+    return kyaml.parse(data.decode("utf-8", errors=errors))
+
+
+def _kind(value: Any) -> str:
+    return {list: "list", str: "str", int: "int", float: "float", bool: "bool"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _duplicate_keys(bundle: Bundle, relative: str, source: kyaml.YamlFile) -> None:
+    """Go's yaml.v2 keeps the last of repeated keys; different values lose data silently."""
+    for duplicate in source.duplicates:
+        if not duplicate.same:
+            bundle.problem(
+                "loader/duplicate-key",
+                f"key {duplicate.key!r} is repeated (first at line {duplicate.first_line}) with "
+                "a different value; Kubernetes and opm keep only the last one",
+                relative,
+                duplicate.line,
+                "warning",
+            )
 
 
 def _load_annotations(bundle: Bundle) -> None:
@@ -199,12 +245,17 @@ def _load_annotations(bundle: Bundle) -> None:
         bundle.problem("format/annotations-missing", "no metadata/annotations.yaml", "metadata")
         return
     try:
-        document = yamlio.loads(bundle.files[relative].decode("utf-8", errors="replace"))
+        source = _parse(bundle.files[relative], errors="replace")
+        if len(source.documents) > 1:
+            line = source.start_line(1)
+            raise InputError("expected a single YAML document", line=line)
     except InputError as exc:
         bundle.problem(
             "format/annotations-parse", f"cannot parse: {exc.message}", relative, exc.line
         )
         return
+    _duplicate_keys(bundle, relative, source)
+    document = source.documents[0] if source.documents else None
     annotations = document.get("annotations") if isinstance(document, dict) else None
     if not isinstance(annotations, dict):
         bundle.problem(
@@ -212,4 +263,6 @@ def _load_annotations(bundle: Bundle) -> None:
         )
         return
     bundle.annotations_document = document
-    bundle.annotations = {str(k): "" if v is None else str(v) for k, v in annotations.items()}
+    bundle.annotations_source = source
+    # map[string]string in Go: scalars as sigs.k8s.io/yaml writes them (true -> "true")
+    bundle.annotations = {k: kyaml.go_string(v) for k, v in annotations.items()}

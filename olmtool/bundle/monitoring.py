@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from olmtool import yamlio
 from olmtool.crd import validate_object
 
 GROUP = "monitoring.coreos.com"
@@ -189,7 +188,7 @@ def monitoring_problems(document: Any) -> Iterator[MonitoringProblem]:
     kind = document.get("kind") if isinstance(document, dict) else None
     if kind not in CRDS:
         return
-    report = validate_object(CRDS[kind], yamlio.plain(document))
+    report = validate_object(CRDS[kind], document)
     for error in report.errors:
         yield _located(error)
     for path in report.pruned:

@@ -13,16 +13,8 @@ import semver
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-InstallModeType = Literal["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
-INSTALL_MODE_TYPES: tuple[InstallModeType, ...] = (
-    "OwnNamespace",
-    "SingleNamespace",
-    "MultiNamespace",
-    "AllNamespaces",
-)
-Capability = Literal[
-    "Basic Install", "Seamless Upgrades", "Full Lifecycle", "Deep Insights", "Auto Pilot"
-]
+from olmtool.bundle.format import INSTALL_MODE_TYPES, Capability, InstallModeType
+
 Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
 KubeObject = dict[str, Any]
 

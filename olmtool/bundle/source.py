@@ -31,7 +31,7 @@ from pathlib import Path
 
 from olmtool.bundle.model import Bundle, load_bundle
 from olmtool.errors import InputError
-from olmtool.images import parse_reference, pull, read_oci_layout
+from olmtool.images import parse_reference, read_oci_layout
 
 LAYOUT_PREFIX = "oci:"
 
@@ -89,6 +89,8 @@ def unpacked_image(source: Source) -> Iterator[tuple[Path, dict[str, str]]]:
         assert source.path is not None
         image = read_oci_layout(source.path, source.tag)
     else:
+        from olmtool.images import pull  # httpx: only for images
+
         image = pull(source.text)
     with tempfile.TemporaryDirectory(prefix="olmtool-image-") as workdir:
         root = Path(workdir)

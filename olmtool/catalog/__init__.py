@@ -11,34 +11,62 @@ blobs, :mod:`~olmtool.catalog.templates` expands basic/semver templates,
 :mod:`~olmtool.catalog.graph` draws upgrade graphs. Serving is :mod:`olmtool.serve`.
 """
 
-from olmtool.catalog.bundle_checks import inspect_bundle
-from olmtool.catalog.checks import CHECKS
-from olmtool.catalog.declcfg import DeclarativeConfig
-from olmtool.catalog.error_tree import error_tree_lines
-from olmtool.catalog.findings import Finding
-from olmtool.catalog.graph import (
-    ChannelView,
-    EntryView,
-    PackageView,
-    UpgradePath,
-    mermaid,
-    package_views,
-    upgrade_paths,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.catalog.choices": ("BundlePayload", "CatalogFormat", "GraphView"),
+        "olmtool.catalog.bundle_checks": ("inspect_bundle",),
+        "olmtool.catalog.checks": ("CHECKS",),
+        "olmtool.catalog.declcfg": ("DeclarativeConfig",),
+        "olmtool.catalog.error_tree": ("error_tree_lines",),
+        "olmtool.catalog.findings": ("Finding",),
+        "olmtool.catalog.graph": (
+            "ChannelView",
+            "EntryView",
+            "PackageView",
+            "UpgradePath",
+            "mermaid",
+            "package_views",
+            "upgrade_paths",
+        ),
+        "olmtool.catalog.load": (
+            "LoadResult",
+            "load_catalog",
+            "load_catalog_strict",
+        ),
+        "olmtool.catalog.publish": (
+            "AddResult",
+            "PublishResult",
+            "add_bundle",
+            "catalog_image",
+            "publish",
+        ),
+        "olmtool.catalog.render": (
+            "render",
+            "render_bundle_dir",
+        ),
+        "olmtool.catalog.settings": ("CatalogSettings",),
+        "olmtool.catalog.templates": (
+            "load_template",
+            "render_template",
+        ),
+        "olmtool.catalog.validate": (
+            "Report",
+            "check_model",
+            "check_rows",
+            "report",
+            "validate_catalog",
+            "validate_config",
+        ),
+        "olmtool.catalog.write": (
+            "render_catalog",
+            "render_config",
+            "write_package",
+        ),
+    },
 )
-from olmtool.catalog.load import LoadResult, load_catalog, load_catalog_strict
-from olmtool.catalog.publish import AddResult, PublishResult, add_bundle, catalog_image, publish
-from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
-from olmtool.catalog.settings import CatalogSettings
-from olmtool.catalog.templates import load_template, render_template
-from olmtool.catalog.validate import (
-    Report,
-    check_model,
-    check_rows,
-    report,
-    validate_catalog,
-    validate_config,
-)
-from olmtool.catalog.write import CatalogFormat, render_catalog, render_config, write_package
 
 __all__ = [
     "CHECKS",
@@ -50,6 +78,7 @@ __all__ = [
     "DeclarativeConfig",
     "EntryView",
     "Finding",
+    "GraphView",
     "LoadResult",
     "PackageView",
     "PublishResult",

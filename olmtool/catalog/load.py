@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pathspec
-import yaml
 
+from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.errors import InputError, display_path
@@ -44,25 +44,6 @@ class LoadResult:
     @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "error"]
-
-
-class _Loader(yaml.CSafeLoader):
-    """YAML as sigs.k8s.io/yaml reads it into JSON: timestamps stay strings."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.CSafeLoader.yaml_implicit_resolvers.items()
-}
-
-# Go's YAML decoder reads 1e+100 as a float; YAML 1.1's float pattern needs a dot.
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$"),
-    list("-+.0123456789"),
-)
-
-_DOCUMENT_START = re.compile(r"^---(?:[ \t][^\n]*)?\r?$", re.MULTILINE)
 
 
 # --- walking ---------------------------------------------------------------------------
@@ -116,27 +97,61 @@ def parse_blobs(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
 
 
+class _GoRefuses(ValueError):
+    """Python's json reads it; Go's encoding/json (and so opm) refuses it."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _GoRefuses(f"invalid character {name[1] if name[0] == '-' else name[0]!r}")
+
+
+# Go's decoder is stricter than Python's: NaN, Infinity and -Infinity are no JSON values.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_CONSTANT = re.compile(r"(?<=[:\[,])[ \t\r\n]*-?(?:NaN|Infinity)\b")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int]]:
     """Each object of concatenated JSON with its first line, one at a time (so a big
-    file is never held twice); a defect raises InputError naming the file and line."""
-    decoder = json.JSONDecoder()
+    file is never held twice); a defect raises InputError naming the file and line.
+
+    What Go's encoding/json refuses is refused too (``NaN``, invalid escapes such as
+    ``\\<``); a lone UTF-16 surrogate becomes U+FFFD, as Go decodes it.
+    """
     position, line, length = 0, 1, len(text)
+    surrogates = _SURROGATE_ESCAPE.search(text) is not None
     while True:
         start = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
         line += text.count("\n", position, start)
         if start >= length:
             return
         try:
-            data, end = decoder.raw_decode(text, start)
+            data, end = _DECODER.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, line=exc.lineno
             ) from None
+        except _GoRefuses as exc:
+            found = _CONSTANT.search(text, start)
+            where = line + text.count("\n", start, found.start()) if found else line
+            raise InputError(
+                f"invalid JSON: {exc} looking for beginning of value", path=file, line=where
+            ) from None
         if not isinstance(data, dict):
             raise InputError(f"expected a JSON object, found {_kind(data)}", path=file, line=line)
-        yield data, line
+        yield (_replace_surrogates(data) if surrogates else data), line
         line += text.count("\n", start, end)
         position = end
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    return value
 
 
 def _parse_json_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
@@ -150,62 +165,19 @@ def _parse_json_stream(text: str, file: str) -> tuple[list[RawBlob], list[Findin
 
 
 def _parse_yaml_stream(text: str, file: str) -> tuple[list[RawBlob], list[Finding]]:
+    """YAML documents as opm reads them (sigs.k8s.io/yaml: duplicate keys, last wins)."""
     blobs: list[RawBlob] = []
-    for first_line, document in _yaml_documents(text):
-        try:
-            data = yaml.load(document, Loader=_Loader)  # _Loader is a CSafeLoader
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = first_line + mark.line if mark else first_line
-            problem = exc.problem or exc.context or "invalid YAML"
-            return blobs, [_parse_finding(file, line, f"invalid YAML: {problem}")]
-        except yaml.YAMLError as exc:
-            return blobs, [_parse_finding(file, first_line, f"invalid YAML: {exc}")]
-        if data is None:
-            continue
-        if not isinstance(data, dict):
-            return blobs, [
-                _parse_finding(
-                    file,
-                    _first_content_line(document, first_line),
-                    f"expected a mapping, found {_kind(data)}",
-                )
-            ]
-        blobs.append(
-            RawBlob(_jsonable(data), dc.Origin(file, _first_content_line(document, first_line)))
-        )
+    try:
+        for line, data in kyaml.iter_documents(text, path=file):
+            if data is None:
+                continue
+            if not isinstance(data, dict):
+                message = f"expected a mapping, found {_kind(data)}"
+                return blobs, [_parse_finding(file, line, message)]
+            blobs.append(RawBlob(data, dc.Origin(file, line)))
+    except InputError as exc:
+        return blobs, [_parse_finding(file, exc.line, exc.message)]
     return blobs, []
-
-
-def _yaml_documents(text: str) -> Iterator[tuple[int, str]]:
-    """(first line, text) per ``---``-separated document; splitting first keeps lines cheap."""
-    position, line = 0, 1
-    for match in _DOCUMENT_START.finditer(text):
-        chunk = text[position : match.start()]
-        if chunk.strip():
-            yield line, chunk
-        line += chunk.count("\n")
-        position = match.start()
-    yield line, text[position:]
-
-
-def _first_content_line(document: str, first_line: int) -> int:
-    for offset, line in enumerate(document.splitlines()):
-        stripped = line.strip()
-        if stripped and not stripped.startswith(("#", "---")):
-            return first_line + offset
-    return first_line
-
-
-def _jsonable(value: Any) -> Any:
-    """YAML scalars JSON cannot hold (dates, non-string keys) as Go's converter writes them."""
-    if isinstance(value, dict):
-        return {str(k) if not isinstance(k, str) else k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return str(value)
 
 
 def _kind(value: Any) -> str:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.bundle import Bundle as BundleFiles
 from olmtool.bundle import (
     Source,
@@ -29,6 +28,7 @@ from olmtool.bundle import (
 from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
+from olmtool.catalog.choices import BundlePayload
 from olmtool.catalog.load import load_catalog_strict, load_texts
 from olmtool.errors import InputError, display_path
 
@@ -55,13 +55,6 @@ _CSV_METADATA_FIELDS = (
     ("nativeAPIs", "spec.nativeAPIs"),
     ("provider", "spec.provider"),
 )
-
-
-class BundlePayload(StrEnum):
-    """How a rendered bundle carries its manifests."""
-
-    objects = "objects"  # one olm.bundle.object per manifest (opm's default)
-    csv_metadata = "csv-metadata"  # a single olm.csv.metadata, no manifests (smaller)
 
 
 @dataclass(frozen=True)
@@ -177,7 +170,11 @@ def render_bundle(
 ) -> RenderedBundle:
     """Render a loaded bundle; a bundle too broken to render is an InputError."""
     where = files.display("") if files.label else display_path(files.root)
-    fatal = [p for p in files.problems if p.check.startswith(("format/", "loader/"))]
+    fatal = [
+        p
+        for p in files.problems
+        if p.severity == "error" and p.check.startswith(("format/", "loader/"))
+    ]
     if fatal:
         raise InputError(
             f"not a valid bundle: {fatal[0].message}",
@@ -193,14 +190,14 @@ def render_bundle(
         raise InputError(
             f"not a valid bundle: metadata/annotations.yaml has no {fmt.PACKAGE}", path=where
         )
-    document = yamlio.plain(csv.document)
+    document = csv.document
     version = str(_get(document, "spec.version") or "")
     if not version:
         raise InputError(
             "the ClusterServiceVersion has no spec.version", path=files.display(csv.file)
         )
     properties = _properties(files, document, package, version)
-    manifests = [yamlio.plain(o.document) for o in files.manifest_objects]
+    manifests = [o.document for o in files.manifest_objects]
     if payload is BundlePayload.objects:
         properties += [props.bundle_object(m) for m in manifests]
     else:
@@ -248,7 +245,7 @@ def _properties(
         dc.Property(dc.PROP_PACKAGE, {"packageName": package, "version": version})
     ]
     for crd in files.crds:
-        document = yamlio.plain(crd.document)
+        document = crd.document
         group = _get(document, "spec.group") or ""
         kind = _get(document, "spec.names.kind") or ""
         for served in _get(document, "spec.versions") or []:
@@ -334,9 +331,7 @@ def _passthrough(files: BundleFiles, csv: dict[str, Any]) -> list[dc.Property]:
 def _metadata_yaml(files: BundleFiles, relative: str) -> dict[str, Any] | None:
     if relative not in files.files:
         return None
-    document = yamlio.plain(
-        yamlio.loads(files.files[relative].decode("utf-8"), path=files.display(relative))
-    )
+    document = kyaml.load(files.files[relative].decode("utf-8"), path=files.display(relative))
     if document is not None and not isinstance(document, dict):
         raise InputError("expected a mapping", path=files.display(relative))
     return document

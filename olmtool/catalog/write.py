@@ -9,12 +9,13 @@ loader), so strings such as ``"yes"`` or ``"12:30"`` stay quoted strings. Blobs 
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 
 import yaml
 
+from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import CatalogFormat
 from olmtool.fsutil import TreeDiff, diff_tree, write_tree
 
 GLOBAL_DIR = "__global"
@@ -26,6 +27,10 @@ class _Dumper(yaml.CSafeDumper):
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
+    if style is None and value and not kyaml.reads_as_string(value):
+        # YAML 1.1 as yaml.v2 reads it: "y", "0o755", "1e5" would not come back as
+        # strings, and PyYAML's own resolver does not know it; go-yaml double-quotes.
+        style = '"'
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -42,11 +47,6 @@ def to_yaml(blob: dict) -> str:
         allow_unicode=True,
         width=_NO_WRAP,
     )
-
-
-class CatalogFormat(StrEnum):
-    json = "json"
-    yaml = "yaml"
 
 
 def render_config(config: dc.DeclarativeConfig, fmt: CatalogFormat = CatalogFormat.json) -> str:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from olmtool.actions import BundleBuildResult, bundle_build, bundle_checks, bundle_validate
-from olmtool.bundle.checks import OPTIONAL_SUITES
+from olmtool import actions
+from olmtool.bundle import OPTIONAL_SUITES
 from olmtool.cli import output as out
 from olmtool.errors import display_path
+
+if TYPE_CHECKING:
+    from olmtool.actions import BundleBuildResult
 
 app = typer.Typer(
     help="Build and validate OLM bundles (registry+v1), and bundle images without Docker.",
@@ -40,7 +44,9 @@ def build(
       olmtool bundle build --image 127.0.0.1:5000/etcd-operator-bundle:0.3.0 --push
     """
     target = out.image_target(image, layout, push_image)
-    result = out.with_progress("building", bundle_build, config=config, check=check, image=target)
+    result = out.with_progress(
+        "building", actions.bundle_build, config=config, check=check, image=target
+    )
     out.emit(result.as_dict(), output, lambda: _print_build(result))
     out.exit_if(result.failed)
 
@@ -103,11 +109,11 @@ def validate(
       olmtool bundle validate --list-checks
     """
     if list_checks:
-        out.emit_checks(bundle_checks(), output)
+        out.emit_checks(actions.bundle_checks(), output)
         return
     if target is None:
         raise typer.BadParameter("a bundle directory or image is required", param_hint="TARGET")
-    report = bundle_validate(target, select=select or [], k8s_version=k8s_version)
+    report = actions.bundle_validate(target, select=select or [], k8s_version=k8s_version)
 
     def text() -> None:
         out.print_findings(report.findings)

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from olmtool.actions import (
-    cluster_down,
-    cluster_kubeconfig,
-    cluster_logs,
-    cluster_status,
-    cluster_up,
-)
+from olmtool import actions
 from olmtool.cli.output import (
     OutputFormat,
     OutputOption,
@@ -21,21 +15,21 @@ from olmtool.cli.output import (
     stdout,
     with_progress,
 )
-from olmtool.cluster import ClusterNetwork, ensure_assets, local
+from olmtool.cluster import DEFAULT_NAME, DEFAULT_REGISTRY_PORT
 
 app = typer.Typer(
     help="Run a local Kubernetes cluster (real apiserver, controllers, scheduler; pods as processes).",
     no_args_is_help=True,
 )
 
-NameOption = typer.Option(local.DEFAULT_NAME, "--name", "-n", help="Cluster name.")
+NameOption = typer.Option(DEFAULT_NAME, "--name", "-n", help="Cluster name.")
 
 
 @app.command()
 def up(
     name: str = NameOption,
     registry_port: int = typer.Option(
-        local.DEFAULT_REGISTRY_PORT, "--registry-port", help="Image registry port (0: any free)."
+        DEFAULT_REGISTRY_PORT, "--registry-port", help="Image registry port (0: any free)."
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
@@ -59,7 +53,7 @@ def up(
     """
     cluster = with_progress(
         "starting the cluster",
-        cluster_up,
+        actions.cluster_up,
         name=name,
         registry_port=None if no_registry else registry_port,
         node=not no_node,
@@ -81,6 +75,8 @@ def up(
 def _network_text(index: int | None) -> str:
     if index is None:
         return "none"
+    from olmtool.cluster import ClusterNetwork
+
     network = ClusterNetwork(index)
     return f"Pods {network.pod_cidr}, Services {network.service_cidr}"
 
@@ -96,7 +92,7 @@ def down(
 
       olmtool cluster down --delete
     """
-    stopped = cluster_down(name, delete=delete)
+    stopped = actions.cluster_down(name, delete=delete)
     what = ", ".join(stopped) or "nothing was running"
     stdout.print(
         f"cluster {escape(name)}: stopped {escape(what)}{' and deleted' if delete else ''}"
@@ -109,7 +105,7 @@ def status(name: str = NameOption, output: OutputFormat = OutputOption) -> None:
 
     Exit 1 when the apiserver is down. Example: olmtool cluster status -o json
     """
-    status = cluster_status(name)
+    status = actions.cluster_status(name)
     data = status.as_dict()
 
     def text() -> None:
@@ -134,7 +130,7 @@ def kubeconfig(
 
     Example: kubectl --kubeconfig $(olmtool cluster kubeconfig) get nodes
     """
-    path = cluster_kubeconfig(name)
+    path = actions.cluster_kubeconfig(name)
     typer.echo(path.read_text() if show else str(path), nl=not show)
 
 
@@ -149,7 +145,7 @@ def logs(
 
     Example: olmtool cluster logs etcd-operator-7d9f --namespace operators
     """
-    logs = cluster_logs(pod, namespace=namespace, container=container, name=name)
+    logs = actions.cluster_logs(pod, namespace=namespace, container=container, name=name)
     typer.echo(logs, nl=False)
 
 
@@ -163,5 +159,11 @@ def assets() -> None:
     Example: olmtool cluster assets
     """
     with stderr.status("finding (or building) the control-plane binaries"):
-        folder = ensure_assets()
+        folder = _ensure_assets()
     stdout.print(str(folder))
+
+
+def _ensure_assets() -> object:
+    from olmtool.cluster import ensure_assets
+
+    return ensure_assets()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from olmtool.actions import CrdGenerateResult, crd_generate, crd_validate
+from olmtool import actions
 from olmtool.cli import output as out
-from olmtool.config import ProjectNotFound
-from olmtool.errors import InputError, display_path
+from olmtool.errors import InputError, ProjectNotFound, display_path
+
+if TYPE_CHECKING:
+    from olmtool.actions import CrdGenerateResult
 
 app = typer.Typer(
     help="Generate CustomResourceDefinitions from Python schemas and check CRDs.",
@@ -44,7 +47,7 @@ def generate(
       olmtool crd generate api.py -d config/crd
     """
     try:
-        result = crd_generate(
+        result = actions.crd_generate(
             sources or (), paths=path or (), output_dir=output_dir, config=config, check=check
         )
     except ProjectNotFound as exc:
@@ -90,7 +93,7 @@ def validate(
 
     Example: olmtool crd validate operator/config/crd
     """
-    result = crd_validate(paths)
+    result = actions.crd_validate(paths)
     data = {
         "crds": result.crds_checked,
         "errors": len(result.errors),

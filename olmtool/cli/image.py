@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from olmtool.actions import ImageBuildResult, ImageLockResult, image_build, image_lock
+from olmtool import actions
 from olmtool.cli import output as out
 from olmtool.errors import display_path
+
+if TYPE_CHECKING:
+    from olmtool.actions import ImageBuildResult, ImageLockResult
 
 app = typer.Typer(
     help="Build and push the operator's image (no container engine), lock its requirements.",
@@ -54,7 +58,7 @@ def build(
     """
     result = out.with_progress(
         "building image",
-        image_build,
+        actions.image_build,
         config=config,
         tags=tags or [],
         bundle_tags=bundle_tags,
@@ -81,7 +85,11 @@ def lock(
       olmtool image lock          # operator/requirements.in -> operator/requirements.lock
     """
     result = out.with_progress(
-        "resolving", image_lock, config=config, find_links=find_links or [], no_index=no_index
+        "resolving",
+        actions.image_lock,
+        config=config,
+        find_links=find_links or [],
+        no_index=no_index,
     )
     out.emit(result.as_dict(), output, lambda: _print_lock(result))
 

@@ -6,9 +6,14 @@ from pathlib import Path
 
 import typer
 
-from olmtool.actions.install import install as install_action
-from olmtool.actions.install import uninstall as uninstall_action
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout, with_progress
+
+
+def _actions():  # the Kubernetes client is imported only when a command runs
+    from olmtool.actions import install
+
+    return install
+
 
 KubeconfigOption = typer.Option(
     None, "--kubeconfig", help="Cluster to use (default: $KUBECONFIG, else the local cluster)."
@@ -44,7 +49,7 @@ def install(
     """
     result = with_progress(
         f"installing {package}",
-        install_action,
+        _actions().install,
         package=package,
         catalog=catalog,
         channel=channel,
@@ -80,7 +85,7 @@ def uninstall(
 
     Example: olmtool uninstall etcd-operator
     """
-    for line in uninstall_action(
+    for line in _actions().uninstall(
         package, namespace=namespace, delete_crds=delete_crds, kubeconfig=kubeconfig
     ):
         stdout.print(f"deleted {escape(line)}")

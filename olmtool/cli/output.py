@@ -7,16 +7,16 @@ import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from olmtool import yamlio
-from olmtool.config import ProjectNotFound
-from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
-from olmtool.findings import CheckRow, Finding
-from olmtool.images import ImageTarget, SavedImage
+from olmtool.errors import ArgumentError, InputError, OlmtoolError, ProjectNotFound, display_path
+
+if TYPE_CHECKING:
+    from olmtool.findings import CheckRow, Finding
+    from olmtool.images import ImageTarget, SavedImage
 
 T = TypeVar("T")
 
@@ -64,6 +64,8 @@ def emit(data: Any, fmt: OutputFormat, text: Callable[[], None]) -> None:
     if fmt is OutputFormat.json:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     elif fmt is OutputFormat.yaml:
+        from olmtool import yamlio  # ruamel.yaml: only for YAML output
+
         sys.stdout.write(yamlio.dump(data))
     else:
         text()
@@ -90,6 +92,8 @@ def image_target(image: str | None, layout: Path | None, push_image: bool) -> Im
     """The --image/--layout/--push flags as an action's image target."""
     if push_image and not image:
         raise InputError("--push needs --image REF")
+    from olmtool.images import ImageTarget
+
     return ImageTarget(image, layout, push_image) if image else None
 
 

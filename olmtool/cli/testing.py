@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.table import Table
 
-from olmtool.actions.upgrade_test import upgrade_test, upgrade_test_dynamic
 from olmtool.cli.output import (
     OutputFormat,
     OutputOption,
@@ -17,8 +16,12 @@ from olmtool.cli.output import (
     stdout,
     with_progress,
 )
-from olmtool.olm.resolver import UpgradePlan
-from olmtool.olm.upgrade_report import UpgradeReport, run_seconds
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from olmtool.olm.resolver import UpgradePlan
+    from olmtool.olm.upgrade_report import UpgradeReport
 
 app = typer.Typer(
     help="Test what OLM will do with a catalog (upgrade paths).", no_args_is_help=True
@@ -81,6 +84,8 @@ def upgrade(
     olmtool test upgrade --catalog catalog --package etcd-operator --all
     --probe operator:etcd_operator.probe:EtcdProbe --junit upgrade.xml
     """
+    from olmtool.actions.upgrade_test import upgrade_test, upgrade_test_dynamic
+
     if start or every:
         report = with_progress(
             f"upgrading {package}",
@@ -126,6 +131,10 @@ def print_plan(plan: UpgradePlan) -> None:
 
 def summary_table(report: UpgradeReport) -> Table:
     """Start version, its hops with seconds each, install seconds, total and result."""
+    from rich.table import Table
+
+    from olmtool.olm.upgrade_report import run_seconds
+
     table = Table(
         title=f"{report.package} channel {report.channel} -> {report.head}", title_justify="left"
     )

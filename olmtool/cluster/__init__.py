@@ -5,22 +5,36 @@
 ...     use(plane.kubeconfig)
 """
 
-from olmtool.cluster.assets import (
-    AssetsError,
-    build_assets,
-    default_assets_dir,
-    ensure_assets,
-    find_assets,
-)
-from olmtool.cluster.controlplane import ControlPlane, ControlPlaneError, start_apiserver
-from olmtool.cluster.network import (
-    ClusterNetwork,
-    NetworkError,
-    claim_network,
-    release_network,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.cluster.defaults": ("DEFAULT_NAME", "DEFAULT_REGISTRY_PORT"),
+        "olmtool.cluster.assets": (
+            "AssetsError",
+            "build_assets",
+            "default_assets_dir",
+            "ensure_assets",
+            "find_assets",
+        ),
+        "olmtool.cluster.controlplane": (
+            "ControlPlane",
+            "ControlPlaneError",
+            "start_apiserver",
+        ),
+        "olmtool.cluster.network": (
+            "ClusterNetwork",
+            "NetworkError",
+            "claim_network",
+            "release_network",
+        ),
+    },
 )
 
 __all__ = [
+    "DEFAULT_NAME",
+    "DEFAULT_REGISTRY_PORT",
     "AssetsError",
     "ClusterNetwork",
     "ControlPlane",

@@ -33,15 +33,14 @@ from pathlib import Path
 
 from olmtool.cluster.assets import ensure_assets
 from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
+from olmtool.cluster.defaults import DEFAULT_NAME, DEFAULT_REGISTRY_PORT
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.node.netns import remove_node_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.errors import ArgumentError, OlmtoolError
 
 STATE_FILE = "cluster.json"
-DEFAULT_NAME = "olmtool"
 NODE_NAME = "olmtool-node"
-DEFAULT_REGISTRY_PORT = 5000
 # Stopped in this order: the OLM engine, the node agent (it stops the pods), the store last.
 STOP_ORDER = (
     "olm-engine",

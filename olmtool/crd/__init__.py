@@ -19,37 +19,61 @@ then ``olmtool crd generate`` (or :func:`generate_crds`) writes the CRD, and
 :func:`check_crd` / :func:`validate_object` check CRDs and objects like the apiserver.
 """
 
-from olmtool.crd.generate import (
-    GeneratedFile,
-    LoadedResource,
-    generate_crds,
-    load_resources,
-    render_crd,
-    sync_files,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.crd.generate": (
+            "GeneratedFile",
+            "LoadedResource",
+            "generate_crds",
+            "load_resources",
+            "render_crd",
+            "sync_files",
+        ),
+        "olmtool.crd.lint": (
+            "LintResult",
+            "check_crd_files",
+        ),
+        "olmtool.crd.markers": (
+            "EmbeddedResource",
+            "Format",
+            "ListType",
+            "MapType",
+            "Marker",
+            "PreserveUnknownFields",
+            "Rule",
+            "object_markers",
+        ),
+        "olmtool.crd.openapi": ("model_to_openapi",),
+        "olmtool.crd.resource": (
+            "CustomResource",
+            "PrinterColumn",
+            "Scale",
+            "Version",
+            "version_sort_key",
+        ),
+        "olmtool.crd.structural": (
+            "Violation",
+            "check_crd",
+            "check_schema",
+        ),
+        "olmtool.crd.types": (
+            "Condition",
+            "EmbeddedObject",
+            "IntOrString",
+            "Quantity",
+            "RawObject",
+            "Schema",
+        ),
+        "olmtool.crd.validation": (
+            "ObjectReport",
+            "openapi_to_jsonschema",
+            "validate_object",
+        ),
+    },
 )
-from olmtool.crd.lint import LintResult, check_crd_files
-from olmtool.crd.markers import (
-    EmbeddedResource,
-    Format,
-    ListType,
-    MapType,
-    Marker,
-    PreserveUnknownFields,
-    Rule,
-    object_markers,
-)
-from olmtool.crd.openapi import model_to_openapi
-from olmtool.crd.resource import CustomResource, PrinterColumn, Scale, Version, version_sort_key
-from olmtool.crd.structural import Violation, check_crd, check_schema
-from olmtool.crd.types import (
-    Condition,
-    EmbeddedObject,
-    IntOrString,
-    Quantity,
-    RawObject,
-    Schema,
-)
-from olmtool.crd.validation import ObjectReport, openapi_to_jsonschema, validate_object
 
 __all__ = [
     "Condition",

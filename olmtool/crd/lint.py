@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.crd.structural import check_crd
 from olmtool.errors import InputError, display_path
 from olmtool.findings import Finding as BaseFinding
@@ -45,9 +45,10 @@ def check_crd_files(paths: Sequence[Path]) -> LintResult:
     result = LintResult()
     for file, explicit in _manifest_files(paths):
         where = display_path(file)
+        source = kyaml.read(file)
         crds = [
-            d
-            for d in yamlio.load_all(file)
+            (index, d)
+            for index, d in enumerate(source.documents)
             if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"
         ]
         if explicit and not crds:
@@ -56,7 +57,7 @@ def check_crd_files(paths: Sequence[Path]) -> LintResult:
                     CHECK, "error", "no CustomResourceDefinition in this file", where, 1, "kind"
                 )
             )
-        for crd in crds:
+        for index, crd in crds:
             result.crds_checked += 1
             result.findings.extend(
                 Finding(
@@ -64,7 +65,7 @@ def check_crd_files(paths: Sequence[Path]) -> LintResult:
                     violation.severity,
                     violation.message,
                     where,
-                    yamlio.line_at(crd, violation.path),
+                    source.line_at(index, violation.path),
                     violation.path,
                 )
                 for violation in check_crd(crd)

@@ -5,44 +5,59 @@
 >>> push(image, "127.0.0.1:5000/etcd/bundle:0.1.0")
 """
 
-from olmtool.images.build import (
-    ImageSettings,
-    OperatorImage,
-    PipError,
-    WheelSource,
-    build_operator_image,
-    bundle_tags,
-    lock_requirements,
-    provenance,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.images.build": (
+            "ImageSettings",
+            "OperatorImage",
+            "PipError",
+            "WheelSource",
+            "build_operator_image",
+            "bundle_tags",
+            "lock_requirements",
+            "provenance",
+        ),
+        "olmtool.images.distribution": (
+            "Challenge",
+            "Credentials",
+            "RegistryClient",
+            "RegistryError",
+            "docker_credentials",
+            "parse_challenges",
+            "pull",
+            "push",
+        ),
+        "olmtool.images.image": (
+            "Blob",
+            "Image",
+            "assemble_image",
+            "build_image",
+            "digest_of",
+            "layer_tar",
+            "read_oci_layout",
+            "write_oci_layout",
+        ),
+        "olmtool.images.localregistry": (
+            "LocalRegistry",
+            "LocalRegistryError",
+            "find_registry_binary",
+            "start_registry",
+        ),
+        "olmtool.images.reference": (
+            "Reference",
+            "is_loopback",
+            "parse_reference",
+        ),
+        "olmtool.images.save": (
+            "ImageTarget",
+            "SavedImage",
+            "save_image",
+        ),
+    },
 )
-from olmtool.images.distribution import (
-    Challenge,
-    Credentials,
-    RegistryClient,
-    RegistryError,
-    docker_credentials,
-    parse_challenges,
-    pull,
-    push,
-)
-from olmtool.images.image import (
-    Blob,
-    Image,
-    assemble_image,
-    build_image,
-    digest_of,
-    layer_tar,
-    read_oci_layout,
-    write_oci_layout,
-)
-from olmtool.images.localregistry import (
-    LocalRegistry,
-    LocalRegistryError,
-    find_registry_binary,
-    start_registry,
-)
-from olmtool.images.reference import Reference, is_loopback, parse_reference
-from olmtool.images.save import ImageTarget, SavedImage, save_image
 
 __all__ = [
     "Blob",

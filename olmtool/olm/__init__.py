@@ -3,42 +3,49 @@ sources, Subscription resolution, InstallPlans and the CSV state machine, writte
 behave like OLM v0 so the same catalogs, OperatorGroups and Subscriptions work unchanged
 on real OLM (see ``docs/architecture.md``)."""
 
-from olmtool.olm.resolver import (
-    CONSTRAINTS_NOT_SATISFIABLE,
-    ERROR_PREVENTED_RESOLUTION,
-    GLOBAL_NAMESPACE,
-    BundlePath,
-    CatalogSource,
-    InstalledCSV,
-    PlanProblem,
-    Resolution,
-    ResolutionFailed,
-    ResolvedBundle,
-    Subscription,
-    SubscriptionResult,
-    UpgradePlan,
-    resolve_namespace,
-    upgrade_plan,
-)
-from olmtool.olm.source import (
-    CatalogSourceUnavailable,
-    Connection,
-    default_channel,
-    fetch_config,
-    fetch_manifests,
-    is_registry_address,
-    probe,
-)
-from olmtool.olm.subscribe import (
-    InstallFailed,
-    InstallMode,
-    SubscriptionSpec,
-    ensure_catalog_source,
-    ensure_operator_group,
-    ensure_subscription,
-    follow,
-    subscribe,
-    uninstall,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.olm.resolver": (
+            "CONSTRAINTS_NOT_SATISFIABLE",
+            "ERROR_PREVENTED_RESOLUTION",
+            "GLOBAL_NAMESPACE",
+            "BundlePath",
+            "CatalogSource",
+            "InstalledCSV",
+            "PlanProblem",
+            "Resolution",
+            "ResolutionFailed",
+            "ResolvedBundle",
+            "Subscription",
+            "SubscriptionResult",
+            "UpgradePlan",
+            "resolve_namespace",
+            "upgrade_plan",
+        ),
+        "olmtool.olm.source": (
+            "CatalogSourceUnavailable",
+            "Connection",
+            "default_channel",
+            "fetch_config",
+            "fetch_manifests",
+            "is_registry_address",
+            "probe",
+        ),
+        "olmtool.olm.subscribe": (
+            "InstallFailed",
+            "InstallMode",
+            "SubscriptionSpec",
+            "ensure_catalog_source",
+            "ensure_operator_group",
+            "ensure_subscription",
+            "follow",
+            "subscribe",
+            "uninstall",
+        ),
+    },
 )
 
 __all__ = [

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from olmtool import yamlio
+from olmtool import kyaml
 
 if TYPE_CHECKING:
     from olmtool.crd import GeneratedFile, LoadedResource
@@ -59,7 +59,7 @@ def _packaged_texts() -> tuple[str, ...]:
 
 def olm_crds() -> list[dict[str, Any]]:
     """The packaged CRD manifests (fresh dicts each call), in CRD-name order."""
-    return [yamlio.plain(yamlio.loads(text)) for text in _packaged_texts()]
+    return [kyaml.load(text) for text in _packaged_texts()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,23 @@ The wire contract is ``olmtool/serve/proto/registry.proto``.
 
 from __future__ import annotations
 
-from olmtool.serve.index import CatalogIndex, InvalidCatalogError, NotFoundError, build_index
-from olmtool.serve.server import RunningServer, start_server
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.serve.index": (
+            "CatalogIndex",
+            "InvalidCatalogError",
+            "NotFoundError",
+            "build_index",
+        ),
+        "olmtool.serve.server": (
+            "RunningServer",
+            "start_server",
+        ),
+    },
+)
 
 __all__ = [
     "CatalogIndex",

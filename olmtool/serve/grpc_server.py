@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
-import yaml
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
-from olmtool.errors import InternalError
+from olmtool.errors import InputError, InternalError
 from olmtool.serve.index import (
     GVK,
     BundleSummary,
@@ -291,7 +291,7 @@ def bundle_objects(
             else:
                 raw = base64.b64decode(str(value.get("data") or ""), validate=True)
             obj = _manifest(raw)
-        except (OSError, ValueError, binascii.Error, yaml.YAMLError) as exc:
+        except (OSError, ValueError, binascii.Error, InputError) as exc:
             raise UnreadableBundleError(
                 f'bundle "{bundle.name}": olm.bundle.object[{number}] is unreadable: {exc}'
             ) from None
@@ -303,7 +303,7 @@ def _manifest(raw: bytes) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
-        return yaml.load(raw, Loader=yaml.CSafeLoader)
+        return kyaml.load(raw.decode("utf-8", errors="replace"))
 
 
 def synthesized_csv(index: CatalogIndex, summary: BundleSummary, bundle: dc.Bundle) -> str:

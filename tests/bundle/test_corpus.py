@@ -24,7 +24,6 @@ import pytest
 
 from olmtool import yamlio
 from olmtool.bundle import format as fmt
-from olmtool.bundle import model
 from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES
 from olmtool.bundle.checks.table import CHECKS
 from olmtool.bundle.model import load_bundle
@@ -435,6 +434,13 @@ CASES: list[Case] = [
         "error",
         file=SERVICE,
         at="  name: etcd-operator-health: x",
+    ),
+    Case(
+        "loader/duplicate-key",
+        replace(CSV, "  maturity: alpha\n", "  maturity: alpha\n  maturity: stable\n"),
+        "loader/duplicate-key",
+        "warning",
+        at="  maturity: stable",
     ),
     Case(
         "loader/hidden-file",
@@ -1622,24 +1628,6 @@ NOT_COVERED = {
 def _param(case: Case):
     marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
     return pytest.param(case, id=case.id, marks=marks)
-
-
-_PARSED: dict[str, list[Any]] = {}
-
-
-@pytest.fixture(autouse=True)
-def _parse_each_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """load_bundle spends ~95% of its time in ruamel's round-trip parser, and most files of a
-    case are the unmodified originals: parse each distinct manifest text once per process.
-    (The checks only read the documents; test_unmodified_copy_is_valid parses for real.)"""
-    original = model._parse_all
-
-    def parse(text: str) -> list[Any]:
-        if text not in _PARSED:
-            _PARSED[text] = original(text)
-        return _PARSED[text]
-
-    monkeypatch.setattr(model, "_parse_all", parse)
 
 
 @pytest.fixture

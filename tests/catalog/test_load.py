@@ -162,12 +162,12 @@ def test_yaml_non_mapping_document_is_located_at_its_content() -> None:
 
 
 def test_yaml_with_crlf_line_endings() -> None:
-    text = "---\r\nschema: a\r\nname: x\r\n---\r\nschema: b\r\nname: y\r\n"
+    text = "---\r\nschema: a\r\nname: x\r\n---\r\nschema: b\r\nname: z\r\n"
     blobs, problems = parse_blobs(text, "f.yaml")
     assert problems == []
     assert [(b.data, b.origin.line) for b in blobs] == [
         ({"schema": "a", "name": "x"}, 2),
-        ({"schema": "b", "name": "y"}, 5),
+        ({"schema": "b", "name": "z"}, 5),
     ]
 
 
@@ -213,6 +213,59 @@ def test_json_parse_error_has_the_line_and_keeps_earlier_objects() -> None:
     assert [b.data["schema"] for b in blobs] == ["a", "b"]
     assert (problem.check, problem.file, problem.line) == ("parse", "f.json", 5)
     assert problem.message.startswith("invalid JSON: Expecting ',' delimiter")
+
+
+OPM = Path(__file__).resolve().parents[3] / "shared" / "peers" / "opm"
+
+
+@pytest.mark.parametrize(
+    ("value", "line", "message"),
+    [
+        ('"a \\< b"', 4, "invalid JSON: Invalid \\escape"),
+        ('"a \\x41"', 4, "invalid JSON: Invalid \\escape"),
+        ("NaN", 4, "invalid JSON: invalid character 'N' looking for beginning of value"),
+        ("-Infinity", 4, "invalid JSON: invalid character 'I' looking for beginning of value"),
+    ],
+)
+def test_json_that_go_refuses_is_refused_with_file_and_line(
+    value: str, line: int, message: str
+) -> None:
+    text = '{"schema": "a", "name": "x"}\n{\n  "schema": "b",\n  "v": ' + value + "\n}\n"
+    blobs, (problem,) = parse_blobs(text, "c.json")
+    assert [b.data["name"] for b in blobs] == ["x"]
+    assert (problem.file, problem.line) == ("c.json", line)
+    assert problem.message.startswith(message)
+
+
+def test_json_lone_surrogate_becomes_replacement_character_as_in_go() -> None:
+    blobs, problems = parse_blobs(
+        '{"schema": "a", "v": "x\\ud800y", "w": "\\ud83d\\ude00"}', "c.json"
+    )
+    assert problems == []
+    assert blobs[0].data["v"] == "x\ufffdy" and blobs[0].data["w"] == "\U0001f600"
+
+
+def test_yaml_duplicate_keys_are_read_last_wins_as_opm_reads_them() -> None:
+    text = "schema: olm.package\nname: p\ndefaultChannel: a\ndefaultChannel: stable\n"
+    blobs, problems = parse_blobs(text, "c.yaml")
+    assert problems == []
+    assert blobs[0].data == {"schema": "olm.package", "name": "p", "defaultChannel": "stable"}
+
+
+@pytest.mark.skipif(not OPM.exists(), reason="opm is not in ../shared/peers/opm")
+def test_opm_refuses_what_the_loader_refuses(tmp_path: Path) -> None:
+    import subprocess
+
+    package = '{"schema": "olm.package", "name": "p", "defaultChannel": "s"}\n'
+    for blob in ('{"schema": "x.y", "v": "a \\< b"}', '{"schema": "x.y", "v": NaN}'):
+        root = write(tmp_path / str(len(list(tmp_path.iterdir()))), {"c.json": package + blob})
+        opm = subprocess.run([str(OPM), "render", str(root)], capture_output=True, text=True)
+        assert opm.returncode != 0
+        assert [f.check for f in load_catalog(root).errors] == ["parse"]
+    root = write(tmp_path / "dup", {"c.yaml": "schema: x.y\nv: 1\nv: 2\n"})
+    opm = subprocess.run([str(OPM), "render", str(root)], capture_output=True, text=True)
+    assert opm.returncode == 0 and '"v": 2' in opm.stdout
+    assert load_catalog(root).config.others[0].blob["v"] == 2
 
 
 @pytest.mark.parametrize(

@@ -428,3 +428,13 @@ def test_write_package_failure_while_swapping_keeps_the_old_directory(
     with pytest.raises(OSError, match="injected"):
         write_package(config, tmp_path, "a-op")
     assert (tmp_path / "a-op" / "catalog.json").read_text() == before
+
+
+def test_yaml_quotes_strings_that_yaml_v2_would_read_otherwise() -> None:
+    from olmtool import kyaml
+    from olmtool.catalog.write import to_yaml
+
+    values = ["y", "N", "0o755", "08", "1e5", "yes", "12:30", "plain", "2024-01-31"]
+    text = to_yaml({"v": values})
+    assert '- "y"' in text and '- "0o755"' in text and "- plain" in text
+    assert kyaml.load(text) == {"v": values}

@@ -250,7 +250,9 @@ def test_the_command_passes_its_options_and_fails_on_a_failed_run(
 ) -> None:
     seen: dict[str, Any] = {}
     report = _report(_passed(V1, (V3, 9.0)), _failed(V2, "boom"))
-    monkeypatch.setattr("olmtool.cli.testing.upgrade_test_dynamic", _fake_dynamic(report, seen))
+    monkeypatch.setattr(
+        "olmtool.actions.upgrade_test.upgrade_test_dynamic", _fake_dynamic(report, seen)
+    )
     args = ["test", "upgrade", "--catalog", "127.0.0.1:1", "--package", "etcd-operator", "--all"]
     args += ["--probe", "operator:etcd_operator.probe:EtcdProbe", "--junit", str(tmp_path / "j")]
     args += ["--timeout", "120", "--reset-crds", "-o", "json"]
@@ -265,7 +267,9 @@ def test_the_command_passes_its_options_and_fails_on_a_failed_run(
 def test_the_command_exits_0_when_every_run_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
     report = _report(_passed(V2, (V3, 9.0)))
-    monkeypatch.setattr("olmtool.cli.testing.upgrade_test_dynamic", _fake_dynamic(report, seen))
+    monkeypatch.setattr(
+        "olmtool.actions.upgrade_test.upgrade_test_dynamic", _fake_dynamic(report, seen)
+    )
     result = runner.invoke(
         app,
         [

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import semver
 
 from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.suites import DEFAULT_SUITES, OPTIONAL_SUITES
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,6 @@ class Context:
 Check = Callable[[Bundle, Context], Iterable[Finding]]
 CsvCheck = Callable[[Object, Bundle, Context], Iterable[Finding]]
 
-DEFAULT_SUITES = ("loader", "format", "content", "csv", "crd", "bundle", "objects")
-OPTIONAL_SUITES = ("operatorhub", "good-practices", "deprecated-apis")
 SUITES: dict[str, list[Check]] = {name: [] for name in (*DEFAULT_SUITES, *OPTIONAL_SUITES)}
 
 

@@ -6,12 +6,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register_csv
 from olmtool.bundle.checks.layout import dns_subdomain_problem
+from olmtool.bundle.format import INSTALL_MODE_TYPES
 from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.bundle.settings import INSTALL_MODE_TYPES
 from olmtool.versions import parse_range, parse_version
 
 OLM_ANNOTATIONS = (
@@ -78,7 +77,7 @@ def _types(csv: Object) -> Iterator[Finding]:
     for dotted, expected in FIELD_TYPES.items():
         value = csv.get(dotted)
         if value is not None and not isinstance(value, expected):
-            message = f"must be {_kind(expected)}, not {json.dumps(yamlio.plain(value))}"
+            message = f"must be {_kind(expected)}, not {json.dumps(value)}"
             yield csv.finding("csv/field-type", "error", message, dotted)
 
 
@@ -363,7 +362,7 @@ def _deployments(csv: Object) -> Iterator[Finding]:
             yield csv.finding(
                 "csv/deployment",
                 "error",
-                f"deployment {name}: selector {json.dumps(yamlio.plain(selector))} does not match the pod template's labels {json.dumps(yamlio.plain(labels))}",
+                f"deployment {name}: selector {json.dumps(selector)} does not match the pod template's labels {json.dumps(labels)}",
                 f"{path}.spec.selector",
             )
         containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []

@@ -12,12 +12,11 @@ from urllib.parse import urlparse
 
 import semver
 
-from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of
+from olmtool.bundle.format import Capability
 from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.bundle.settings import Capability
 from olmtool.versions import parse_version
 
 CAPABILITIES = Capability.__args__  # type: ignore[attr-defined]
@@ -300,7 +299,7 @@ def _channel_names(bundle: Bundle) -> Iterator[Finding]:
                 "warning",
                 f"channel {channel!r} does not follow the candidate/stable/fast naming convention",
                 bundle.display(fmt.ANNOTATIONS_FILE),
-                yamlio.line_at(bundle.annotations_document, path),
+                bundle.annotation_line(path),
                 path,
             )
 

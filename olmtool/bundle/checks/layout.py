@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
 from olmtool.bundle.model import Bundle, Finding, Object
@@ -71,13 +71,12 @@ def annotations(bundle: Bundle, context: Context) -> Iterator[Finding]:
     values = bundle.annotations
     if values is None:
         return
-    doc = bundle.annotations_document
     file = bundle.display(fmt.ANNOTATIONS_FILE)
 
     def at(
         check: str, message: str, key: str | None = None, severity: Severity = "error"
     ) -> Finding:
-        line = yamlio.line_at(doc, f"annotations[{key}]") if key else 1
+        line = bundle.annotation_line(f"annotations[{key}]") if key else 1
         return Finding(check, severity, message, file, line, f"annotations[{key}]" if key else None)
 
     for key in fmt.REQUIRED_ANNOTATIONS:
@@ -184,7 +183,8 @@ def _dependencies(bundle: Bundle) -> Iterator[Finding]:
         return
     file = bundle.display(relative)
     try:
-        document = yamlio.loads(bundle.files[relative].decode("utf-8", errors="replace"))
+        source = kyaml.parse(bundle.files[relative].decode("utf-8", errors="replace"))
+        document = source.documents[0] if len(source.documents) == 1 else None
     except Exception as exc:  # InputError with a line
         yield Finding(
             "format/dependencies", "error", f"cannot parse: {exc}", file, getattr(exc, "line", None)
@@ -198,7 +198,7 @@ def _dependencies(bundle: Bundle) -> Iterator[Finding]:
         return
     for index, entry in enumerate(entries):
         path = f"dependencies[{index}]"
-        line = yamlio.line_at(document, path)
+        line = source.line_at(0, path)
         kind = entry.get("type") if isinstance(entry, dict) else None
         if kind not in DEPENDENCY_TYPES:
             yield Finding(
@@ -306,6 +306,6 @@ def _metadata(obj: Object) -> Iterator[Finding]:
                 yield obj.finding(
                     "content/metadata",
                     "error",
-                    f"annotation {key} is {json.dumps(yamlio.plain(value))}, not a string: quote it",
+                    f"annotation {key} is {json.dumps(value)}, not a string: quote it",
                     where,
                 )

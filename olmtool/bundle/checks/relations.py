@@ -7,7 +7,6 @@ import gzip
 import re
 from collections.abc import Iterator
 
-from olmtool import yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import deployments_of, examples_of, owned_entries
@@ -29,7 +28,7 @@ def crd_schemas(bundle: Bundle, context: Context) -> Iterator[Finding]:
     for crd in bundle.crds:
         if crd.api_version != "apiextensions.k8s.io/v1":
             continue  # v1beta1 CRDs: the deprecated-apis suite reports them
-        for violation in check_crd(yamlio.plain(crd.document)):
+        for violation in check_crd(crd.document):
             yield crd.finding("crd/schema", violation.severity, violation.message, violation.path)
 
 
@@ -120,9 +119,7 @@ def examples_validate(csv: Object, bundle: Bundle, context: Context) -> Iterator
     """Each alm-example should be accepted by the CRD it targets. OLM never applies
     examples (consoles offer them to users), so a rejected one is a warning."""
     examples, _ = examples_of(csv)
-    crds = [
-        yamlio.plain(c.document) for c in bundle.crds if c.api_version == "apiextensions.k8s.io/v1"
-    ]
+    crds = [c.document for c in bundle.crds if c.api_version == "apiextensions.k8s.io/v1"]
     for problem in example_problems(examples or [], crds):
         example = examples[problem.index]
         if problem.owned and isinstance(example, dict):  # else csv/examples-json reports it

@@ -45,6 +45,9 @@ CHECKS: dict[str, CheckInfo] = {
     "loader/no-csv": _u(E, "manifests/ holds no ClusterServiceVersion"),
     "loader/csv-parse": _u(E, "the CSV file is not YAML/JSON"),
     "loader/manifest-parse": _u(E, "a manifest is not YAML/JSON"),
+    "loader/duplicate-key": _o(
+        W, "a mapping repeats a key with another value (Go's YAML reading keeps the last)"
+    ),
     "loader/hidden-file": _u(E, "a hidden file in manifests/"),
     "loader/subdirectory": _u(E, "a subdirectory in manifests/"),
     "loader/multiple-csvs": _u(E, "more than one CSV"),

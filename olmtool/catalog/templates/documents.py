@@ -1,10 +1,9 @@
 """Reading template files: each document with the line of every key and list item, and
 strict field accessors (sigs.k8s.io/yaml UnmarshalStrict: unknown keys are errors).
 
-Templates are parsed like catalog files (:func:`olmtool.catalog.load.parse_blobs`, PyYAML),
-and the line map is composed by the same PyYAML so that both agree on what the file holds
-(``yamlio``'s round-trip loader rejects some files PyYAML accepts, such as duplicate keys,
-which would move the reported lines to document starts).
+Templates are parsed like catalog files (:func:`olmtool.catalog.load.parse_blobs`, on
+:mod:`olmtool.kyaml`), and the line map is composed by the same libyaml so that both agree
+on what the file holds.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from olmtool import yamlio
+from olmtool import kyaml
 from olmtool.catalog.load import parse_blobs
 from olmtool.errors import InputError, display_path
 
@@ -47,7 +46,7 @@ class Document:
 def read_documents(path: str | Path) -> list[Document]:
     """The file's blobs, parsed like catalog files (so JSON and YAML behave identically)."""
     file = display_path(path)
-    text = yamlio.read_text(path)
+    text = kyaml.read_text(path)
     blobs, problems = parse_blobs(text, file)
     if problems:
         raise InputError(problems[0].message, path=file, line=problems[0].line)
@@ -65,13 +64,10 @@ def _line_maps(text: str, count: int) -> list[dict[NodePath, int]] | None:
     JSON objects are not YAML; then only document start lines are known (None here).
     """
     try:
-        nodes = [
-            node
-            for node in yaml.compose_all(text, Loader=_COMPOSER)
-            if not (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null")
-        ]
-    except yaml.YAMLError:
+        parsed = kyaml.parse(text)
+    except InputError:
         return None
+    nodes = [parsed.node(index) for index in range(len(parsed.documents))]
     if len(nodes) != count or not all(isinstance(n, yaml.MappingNode) for n in nodes):
         return None
     maps = []
@@ -80,9 +76,6 @@ def _line_maps(text: str, count: int) -> list[dict[NodePath, int]] | None:
         _collect_lines(node, (), lines, set())
         maps.append(lines)
     return maps
-
-
-_COMPOSER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _collect_lines(
@@ -94,7 +87,7 @@ def _collect_lines(
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode):
-                child = (*path, key.value)
+                child = (*path, kyaml.key_text(key))
                 out[child] = key.start_mark.line + 1
                 _collect_lines(value, child, out, seen)
     elif isinstance(node, yaml.SequenceNode):

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.tree import Tree
 
-from olmtool.actions import GraphView, catalog_graph
-from olmtool.catalog import ChannelView, EntryView, PackageView, UpgradePath
+from olmtool import actions
+from olmtool.catalog import GraphView
 from olmtool.cli.catalog import app
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
+
+    from olmtool.catalog import ChannelView, EntryView, PackageView, UpgradePath
 
 
 @app.command()
@@ -62,7 +65,9 @@ def graph(
         )
     if minimum_version is not None and fmt is not GraphView.mermaid:
         raise typer.BadParameter("needs --format mermaid", param_hint="'--minimum-version'")
-    graph = catalog_graph(directory, view=fmt, package=package, minimum_version=minimum_version)
+    graph = actions.catalog_graph(
+        directory, view=fmt, package=package, minimum_version=minimum_version
+    )
     if fmt is GraphView.mermaid:
         sys.stdout.write(graph.mermaid)
     elif fmt is GraphView.tree:
@@ -80,6 +85,8 @@ def _package_tree(view: PackageView) -> Tree:
     label = f"[bold]{escape(view.name)}[/]"
     if view.deprecated:
         label += f"  [yellow]deprecated:[/] {escape(view.deprecated)}"
+    from rich.tree import Tree
+
     tree = Tree(label)
     if not view.channels:
         tree.add("[dim](no channels)[/]")
@@ -124,6 +131,9 @@ def _entry_label(entry: EntryView) -> str:
 
 
 def _print_paths(paths: list[UpgradePath]) -> None:
+    from rich import box
+    from rich.table import Table
+
     if not paths:
         stdout.print("no channels")
         return

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from olmtool.actions import CatalogPublishResult, catalog_add, catalog_publish
+from olmtool import actions
 from olmtool.catalog import BundlePayload, CatalogFormat
 from olmtool.cli import output as out
 from olmtool.cli.catalog import app
 from olmtool.errors import display_path
+
+if TYPE_CHECKING:
+    from olmtool.actions import CatalogPublishResult
 
 IMAGE, LAYOUT, PUSH = out.image_options("catalog", "build/oci/catalog")
 
@@ -39,7 +43,7 @@ def publish_command(
     """
     target = out.image_target(image, layout, push_image)
     result = out.with_progress(
-        "publishing", catalog_publish, config=config, check=check, image=target
+        "publishing", actions.catalog_publish, config=config, check=check, image=target
     )
     out.emit(result.as_dict(), output, lambda: _print_publish(result))
     out.exit_if(result.failed)
@@ -94,7 +98,7 @@ def add_command(
           --image localhost:5000/olmtool/etcd-operator-bundle:0.3.0
     """
     payload = BundlePayload.csv_metadata if csv_metadata else BundlePayload.objects
-    result = catalog_add(
+    result = actions.catalog_add(
         bundle, catalog=catalog, channels=channel or (), image=image, fmt=fmt, payload=payload
     )
     out.emit(

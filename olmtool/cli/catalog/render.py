@@ -6,8 +6,8 @@ import sys
 
 import typer
 
-from olmtool.actions import catalog_render
-from olmtool.catalog import BundlePayload, CatalogFormat, render_config
+from olmtool import actions
+from olmtool.catalog import BundlePayload, CatalogFormat
 from olmtool.cli.catalog import app
 
 
@@ -37,5 +37,7 @@ def render_command(
       olmtool catalog render 127.0.0.1:5000/olmtool/etcd-operator-bundle:0.3.0 --csv-metadata
     """
     payload = BundlePayload.csv_metadata if csv_metadata else BundlePayload.objects
-    config = catalog_render(sources, payload=payload, image=image)
+    config = actions.catalog_render(sources, payload=payload, image=image)
+    from olmtool.catalog import render_config
+
     sys.stdout.write(render_config(config, output))

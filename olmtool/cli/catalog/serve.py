@@ -6,14 +6,17 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import typer
 
-from olmtool.actions import catalog_index, catalog_serve
+from olmtool import actions
 from olmtool.cli.catalog import app
 from olmtool.cli.output import escape, stderr, stdout
 from olmtool.errors import InputError, display_path
-from olmtool.serve import CatalogIndex, RunningServer
+
+if TYPE_CHECKING:
+    from olmtool.serve import CatalogIndex, RunningServer
 
 
 @app.command()
@@ -60,13 +63,13 @@ def serve(
     if cache_only:
         if cache_dir is None:
             raise InputError("--cache-only needs --cache-dir")
-        index = catalog_index(directory, cache_dir=cache_dir)
+        index = actions.catalog_index(directory, cache_dir=cache_dir)
         _report_index(index)
         stdout.print(f"cache in {escape(display_path(cache_dir))} is up to date")
         index.close()
         return
     stop = threading.Event()
-    catalog_serve(
+    actions.catalog_serve(
         directory,
         grpc_port=port,
         http_port=http_port or None,

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import typer
 
-from olmtool.actions import catalog_checks, catalog_validate
-from olmtool.catalog import error_tree_lines
+from olmtool import actions
 from olmtool.cli.catalog import app
 from olmtool.cli.output import (
     OutputFormat,
@@ -50,15 +49,17 @@ def validate(
       olmtool catalog validate --list-checks
     """
     if list_checks:
-        emit_checks(catalog_checks(), output)
+        emit_checks(actions.catalog_checks(), output)
         return
     if directory is None:
         raise typer.BadParameter("a catalog directory is required", param_hint="DIRECTORY")
-    report = catalog_validate(directory)
+    report = actions.catalog_validate(directory)
     passed = report.passed(strict=strict)
 
     def text() -> None:
         if report.findings:
+            from olmtool.catalog import error_tree_lines
+
             for line in error_tree_lines(report.findings):
                 stdout.print(escape(line))
         verdict = "[green]valid[/]" if passed else "[red]invalid[/]"

@@ -6,17 +6,29 @@
 ['dependencies', 'application']
 """
 
-from olmtool.images.build.compose import (
-    LayerInfo,
-    OperatorImage,
-    Provenance,
-    build_operator_image,
-    merge_env,
-    provenance,
+from olmtool._lazy import lazy_package
+
+lazy_package(
+    __name__,
+    {
+        "olmtool.images.build.compose": (
+            "LayerInfo",
+            "OperatorImage",
+            "Provenance",
+            "build_operator_image",
+            "merge_env",
+            "provenance",
+        ),
+        "olmtool.images.build.settings": ("ImageSettings",),
+        "olmtool.images.build.tags": ("bundle_tags",),
+        "olmtool.images.build.wheels": (
+            "PipError",
+            "WheelSource",
+            "cache_dir",
+            "lock_requirements",
+        ),
+    },
 )
-from olmtool.images.build.settings import ImageSettings
-from olmtool.images.build.tags import bundle_tags
-from olmtool.images.build.wheels import PipError, WheelSource, cache_dir, lock_requirements
 
 __all__ = [
     "ImageSettings",

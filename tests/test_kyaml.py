@@ -1,0 +1,286 @@
+"""olmtool.kyaml: YAML as sigs.k8s.io/yaml (Go yaml.v2 -> JSON) reads it.
+
+The expected values were checked against opm v1.26's render of the same YAML (a blob of
+an unknown schema is passed through as its JSON): see test_matches_opm at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from olmtool import kyaml
+from olmtool.errors import InputError
+
+OPM = Path(__file__).resolve().parents[2] / "shared" / "peers" / "opm"
+
+SCALARS = """\
+b1: y
+b2: n
+b3: yes
+b4: on
+b5: Off
+b6: TRUE
+b7: NO
+i1: 0755
+i2: 0o755
+i3: 0x1F
+i4: 0b101
+i5: 1_000
+i6: 190:20:30
+i7: -0b11
+i8: +12
+i9: 08
+i10: 12345678901234567890
+i11: 123456789012345678901234
+f1: 1e5
+f2: 1.5e+3
+f4: 685_230.15
+f5: 190:20:30.15
+f6: .5
+f7: 1.
+t1: 2023-05-02T10:00:00Z
+t2: 2023-05-02
+t3: 2001-12-14 21:59:43.10 -5
+n1: ~
+n2: Null
+n3:
+s1: =
+s2: "yes"
+s3: '0755'
+s4: !!str 12
+s5: 1.2.3
+bin: !!binary aGVsbG8=
+set: !!set {a, b}
+omap: !!omap [a: 1, b: 2]
+custom: !foo bar
+custommap: !foo {a: 1}
+ts: !!timestamp 2023-05-02
+ti: !!int "12"
+"""
+
+EXPECTED = {
+    "b1": True,
+    "b2": False,
+    "b3": True,
+    "b4": True,
+    "b5": False,
+    "b6": True,
+    "b7": False,
+    "i1": 493,
+    "i2": 493,
+    "i3": 31,
+    "i4": 5,
+    "i5": 1000,
+    "i6": "190:20:30",
+    "i7": -3,
+    "i8": 12,
+    "i9": 8.0,
+    "i10": 12345678901234567890,
+    "i11": 1.2345678901234568e23,
+    "f1": 100000.0,
+    "f2": 1500.0,
+    "f4": 685230.15,
+    "f5": "190:20:30.15",
+    "f6": 0.5,
+    "f7": 1.0,
+    "t1": "2023-05-02T10:00:00Z",
+    "t2": "2023-05-02",
+    "t3": "2001-12-14 21:59:43.10 -5",
+    "n1": None,
+    "n2": None,
+    "n3": None,
+    "s1": "=",
+    "s2": "yes",
+    "s3": "0755",
+    "s4": "12",
+    "s5": "1.2.3",
+    "bin": "hello",
+    "set": {"a": None, "b": None},
+    "omap": [{"a": 1}, {"b": 2}],
+    "custom": "bar",
+    "custommap": {"a": 1},
+    "ts": "2023-05-02",
+    "ti": 12,
+}
+
+
+def test_scalars_resolve_as_yaml_v2_into_json() -> None:
+    data = kyaml.load(SCALARS)
+    assert data == EXPECTED
+    assert json.loads(json.dumps(data)) == data  # nothing JSON cannot hold
+
+
+def test_timestamps_and_dates_stay_the_text_written() -> None:
+    text = "createdAt: 2023-05-02T10:00:00Z\nday: 2024-01-31\nnested: {at: 2023-05-02 10:00:00}\n"
+    assert kyaml.load(text) == {
+        "createdAt": "2023-05-02T10:00:00Z",
+        "day": "2024-01-31",
+        "nested": {"at": "2023-05-02 10:00:00"},
+    }
+
+
+def test_keys_become_strings() -> None:
+    text = "1: a\n1.5: b\nfalse: c\n1e6: d\n1234567.5: e\n"
+    assert kyaml.load(text) == {
+        "1": "a",
+        "1.5": "b",
+        "false": "c",
+        "1e+06": "d",
+        "1.2345675e+06": "e",
+    }
+
+
+def test_a_null_key_is_refused_as_go_refuses_it() -> None:
+    with pytest.raises(InputError) as exc:
+        kyaml.load("a: 1\n~: 2\n", path="x.yaml")
+    assert exc.value.line == 2 and "unsupported map key null" in exc.value.message
+
+
+def test_merge_keys_apply_in_order_as_in_yaml_v2() -> None:
+    text = """\
+base: &base {a: 1, b: 1}
+after: {a: 0, <<: *base}
+before: {<<: *base, a: 0}
+list: {<<: [{a: 1}, {a: 2, c: 2}]}
+"""
+    data = kyaml.load(text)
+    assert data["after"] == {"a": 1, "b": 1}
+    assert data["before"] == {"a": 0, "b": 1}
+    assert data["list"] == {"a": 1, "c": 2}
+
+
+def test_duplicate_keys_last_wins_and_are_listed() -> None:
+    text = """\
+kind: A
+metadata:
+  name: x
+  labels: {a: "1"}
+  labels: {a: "1"}
+spec:
+  size: 1
+  size: 2
+"""
+    parsed = kyaml.parse(text)
+    assert parsed.documents == [
+        {"kind": "A", "metadata": {"name": "x", "labels": {"a": "1"}}, "spec": {"size": 2}}
+    ]
+    duplicates = {d.key: d for d in parsed.duplicates}
+    assert duplicates["labels"].same and duplicates["labels"].line == 5
+    assert duplicates["labels"].first_line == 4
+    assert not duplicates["size"].same and duplicates["size"].line == 8
+
+
+def test_keys_overridden_by_a_merge_are_not_duplicates() -> None:
+    assert kyaml.parse("b: &b {a: 1}\nc: {<<: *b, a: 2}\n").duplicates == []
+
+
+def test_multi_document_files_skip_empty_documents() -> None:
+    text = "---\n# nothing\n---\na: 1\n---\n---\nb:\n  - c\n"
+    parsed = kyaml.parse(text)
+    assert parsed.documents == [{"a": 1}, {"b": ["c"]}]
+    assert parsed.start_line(0) == 4
+    assert parsed.start_line(1) == 7
+    assert parsed.line_at(1, "b[0]") == 8
+
+
+def test_lazy_line_lookup_of_nested_paths() -> None:
+    text = """\
+apiVersion: v1
+kind: ClusterServiceVersion
+spec:
+  install:
+    spec:
+      deployments:
+        - name: first
+        - name: second
+          spec:
+            replicas: 1
+metadata:
+  annotations:
+    a.b/c: x
+"""
+    parsed = kyaml.parse(text)
+    assert parsed._nodes is None  # no line was needed yet: the file was parsed once
+    assert parsed.line_at(0, "spec.install.spec.deployments[1].name") == 8
+    assert parsed.line_at(0, "spec.install.spec.deployments[1].spec.replicas") == 10
+    assert parsed.line_at(0, "metadata.annotations[a.b/c]") == 13
+    # the deepest node found: the path stops at deployments[1]
+    assert parsed.line_at(0, "spec.install.spec.deployments[1].missing.deeper") == 8
+    assert parsed.line_at(0, "nothing.here") is None
+    assert parsed.start_line(0) == 1
+
+
+def test_line_of_a_duplicate_key_is_the_last_one() -> None:
+    parsed = kyaml.parse("a: 1\nb: 2\na: 3\n")
+    assert parsed.line_at(0, "a") == 3
+
+
+def test_line_lookup_reads_keys_as_the_data_does() -> None:
+    parsed = kyaml.parse("m:\n  y: 1\n  2: b\n")
+    assert parsed.documents == [{"m": {"true": 1, "2": "b"}}]
+    assert parsed.line_at(0, "m[true]") == 2
+    assert parsed.line_at(0, "m[2]") == 3
+
+
+def test_errors_name_file_and_line() -> None:
+    with pytest.raises(InputError) as exc:
+        kyaml.parse("a: 1\nb: c: d\n", path="f.yaml")
+    assert exc.value.line == 2 and exc.value.message.startswith("invalid YAML: ")
+    assert str(exc.value).startswith("f.yaml:2: ")
+
+
+def test_a_recursive_anchor_is_an_error() -> None:
+    with pytest.raises(InputError, match="contains itself"):
+        kyaml.load("a: &x [*x]\n")
+
+
+def test_load_refuses_several_documents() -> None:
+    with pytest.raises(InputError, match="single document") as exc:
+        kyaml.load("a: 1\n---\nb: 2\n")
+    assert exc.value.line == 3
+    assert kyaml.load("") is None
+
+
+def test_iter_documents_yields_lines_and_stops_at_a_defect() -> None:
+    documents = kyaml.iter_documents("a: 1\n---\n\n# c\nb: 2\n---\nc: [\n", path="s.yaml")
+    assert next(documents) == (1, {"a": 1})
+    assert next(documents) == (5, {"b": 2})
+    with pytest.raises(InputError) as exc:
+        next(documents)
+    assert exc.value.path == "s.yaml" and exc.value.line is not None
+
+
+@pytest.mark.skipif(not OPM.exists(), reason="opm is not in ../shared/peers/opm")
+def test_matches_opm(tmp_path: Path) -> None:
+    """opm render passes a blob of an unknown schema through as sigs.k8s.io/yaml's JSON."""
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    body = "".join(f"  {line}\n" for line in SCALARS.splitlines())
+    (catalog / "blob.yaml").write_text(f"schema: my.custom\nname: x\nvals:\n{body}")
+    rendered = subprocess.run(
+        [str(OPM), "render", str(catalog)], capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(rendered)["vals"] == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (True, "true"),
+        (None, ""),
+        (3, "3"),
+        (1.0, "1"),
+        (1.5, "1.5"),
+        (1e6, "1e+06"),
+        (1234567.5, "1.2345675e+06"),
+        (0.0001, "0.0001"),
+        (1e-5, "1e-05"),
+        ("x", "x"),
+    ],
+)
+def test_go_string_is_how_a_go_string_field_receives_a_scalar(value: object, text: str) -> None:
+    assert kyaml.go_string(value) == text
