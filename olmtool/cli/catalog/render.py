@@ -38,4 +38,4 @@ def render_command(
     """
     payload = BundlePayload.csv_metadata if csv_metadata else BundlePayload.objects
     config = catalog_render(sources, payload=payload, image=image)
-    sys.stdout.write(render_config(config, output))
+    sys.stdout.write(render_config(config, output, raw_values=True))
