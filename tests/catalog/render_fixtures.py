@@ -492,3 +492,34 @@ def write_bundle(root: Path, name: str) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_dump(document), encoding="utf-8")
     return target
+
+
+def write_release(
+    root: Path,
+    version: str,
+    *,
+    replaces: str | None = None,
+    channels: str = "stable",
+    default: str | None = "stable",
+) -> Path:
+    """One release of the gadget operator under ``root / version``: a plain bundle whose
+    CSV replaces ``replaces`` (nothing by default, as many real operators' CSVs) and
+    whose annotations name ``channels`` and ``default`` (absent when None)."""
+    files = copy.deepcopy(_base())
+    csv = _csv(version)
+    del csv["spec"]["replaces"]
+    if replaces:
+        csv["spec"]["replaces"] = replaces
+    files["manifests/gadget-operator.clusterserviceversion.yaml"] = csv
+    annotations = files["metadata/annotations.yaml"]["annotations"]
+    annotations["operators.operatorframework.io.bundle.channels.v1"] = channels
+    if default is None:
+        del annotations["operators.operatorframework.io.bundle.channel.default.v1"]
+    else:
+        annotations["operators.operatorframework.io.bundle.channel.default.v1"] = default
+    target = root / version
+    for relative, document in files.items():
+        path = target / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_dump(document), encoding="utf-8")
+    return target
