@@ -16,6 +16,7 @@ Properties sort by type and then by that raw text, bundle objects last.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -30,23 +31,35 @@ from olmtool.errors import InputError
 CSV_PROPERTIES_ANNOTATION = "olm.properties"
 
 
-def bundle_objects(files: BundleFiles) -> list[dict[str, Any]]:
-    """The objects opm reads from manifests/: the first document of each file (by name,
-    hidden files and directories skipped), objects with a kind, only the first CSV."""
-    first: dict[str, Any] = {}
+def _first_documents(files: BundleFiles) -> list[Any]:
+    """The first document of each manifests/ file, by file name (opm decodes one object
+    per file; hidden files and directories are never loaded), with a kind (Unstructured
+    refuses an object without one, and opm skips that file)."""
+    first: dict[str, Any] = {}  # file -> its first olmtool.bundle Object
     for obj in files.manifest_objects:
-        first.setdefault(obj.file, obj.document)
+        first.setdefault(obj.file, obj)
+    return [
+        first[name]
+        for name in sorted(first)
+        if isinstance(first[name].document, dict) and first[name].kind
+    ]
+
+
+def first_csv(files: BundleFiles) -> Any:
+    """The bundle's CSV object as opm picks it (the first, by file name), or None."""
+    return next((o for o in _first_documents(files) if o.kind == fmt.CSV_KIND), None)
+
+
+def bundle_objects(files: BundleFiles) -> list[dict[str, Any]]:
+    """The objects opm reads from manifests/, in file order, only the first CSV."""
     found: list[dict[str, Any]] = []
     csv_seen = False
-    for name in sorted(first):
-        document = yamlio.plain(first[name])
-        if not isinstance(document, dict) or not document.get("kind"):
-            continue  # Unstructured refuses an object without a kind; opm skips the file
-        if document["kind"] == fmt.CSV_KIND:
+    for obj in _first_documents(files):
+        if obj.kind == fmt.CSV_KIND:
             if csv_seen:
                 continue
             csv_seen = True
-        found.append(document)
+        found.append(yamlio.plain(obj.document))
     return found
 
 
@@ -55,7 +68,7 @@ def properties(
 ) -> list[dc.Property]:
     """The bundle's properties in opm's order (bundle objects are appended by the caller
     through :func:`with_objects`)."""
-    metadata = dict(_metadata_documents(files))
+    metadata = list(_metadata_documents(files))
     listed_properties = _first_list(metadata, "properties")
     dependencies = _first_list(metadata, "dependencies")
     version = str(_get(csv, "spec.version") or "")
@@ -63,7 +76,7 @@ def properties(
     # bundleParser: properties.yaml, then what is derived (package, CSV annotation, GVKs)
     derived = [_built(dc.PROP_PACKAGE, {"packageName": package, "version": version})]
     derived += _annotation_properties(csv)
-    declared = [_from_yaml(item) for item in listed_properties]
+    declared = listed_properties
     bundle_properties = _property_set(declared + _property_set(derived))
 
     provided: dict[tuple[str, str, str], None] = {}
@@ -81,8 +94,7 @@ def properties(
         else:
             others.append(prop)
     package_required: list[dc.Property] = []
-    for item in dependencies:
-        dependency = _from_yaml(item)
+    for dependency in dependencies:
         if dependency.type == dc.PROP_GVK:
             required[_gvk_key(dependency)] = None
         elif dependency.type == dc.PROP_PACKAGE:
@@ -202,10 +214,19 @@ def _built(type_: str, value: dict[str, Any]) -> dc.Property:
 def _from_yaml(item: dict[str, Any]) -> dc.Property:
     """A property or dependency from a YAML metadata file: sigs.k8s.io/yaml turned it into
     JSON with ``json.Marshal`` before opm kept the value as a RawMessage."""
-    value = item.get("value")
+    value = _field(item, "value")
     return dc.Property(
-        str(item.get("type") or ""), value, raw=gojson.marshal(value, unstructured=False)
+        str(_field(item, "type") or ""), value, raw=gojson.marshal(value, unstructured=False)
     )
+
+
+def _field(mapping: dict[str, Any], name: str) -> Any:
+    """A Go struct field decoded from JSON: keys match case-insensitively, last one wins."""
+    found = None
+    for key, value in mapping.items():
+        if key.lower() == name.lower():
+            found = value
+    return found
 
 
 def _annotation_properties(csv: dict[str, Any]) -> list[dc.Property]:
@@ -311,33 +332,62 @@ def _api_key(mapping: dict[str, Any]) -> tuple[str, str, str]:
 # --- metadata/ as opm reads it ------------------------------------------------------------
 
 
-def _metadata_documents(files: BundleFiles) -> Iterator[tuple[str, Any]]:
-    """The first YAML document of each file directly in metadata/, by name; files that
-    do not parse are skipped (opm logs and moves on)."""
+def _metadata_documents(files: BundleFiles) -> Iterator[tuple[Any, str | None]]:
+    """The first document of each file directly in metadata/, by name, and its text when
+    it is JSON (starts with ``{``: Kubernetes' YAMLOrJSONDecoder then decodes JSON and a
+    RawMessage keeps its text). Files that do not parse are skipped, as opm skips them."""
     prefix = f"{fmt.METADATA_DIR}/"
     for relative in sorted(files.files):
         if not relative.startswith(prefix) or "/" in relative[len(prefix) :]:
             continue
         try:
-            documents = yamlio.loads_all(files.files[relative].decode("utf-8"))
+            text = files.files[relative].decode("utf-8")
+            documents = yamlio.loads_all(text)
         except (InputError, UnicodeDecodeError):
             continue
         if documents:
-            yield relative, yamlio.plain(documents[0])
+            is_json = text.lstrip().startswith("{")
+            yield yamlio.plain(documents[0]), text if is_json else None
 
 
-def _first_list(metadata: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    """The first metadata file whose ``key`` decodes to a non-empty list of typed items
-    (``DependenciesFile``/``PropertiesFile``)."""
-    for document in metadata.values():
+def _first_list(metadata: list[tuple[Any, str | None]], key: str) -> list[dc.Property]:
+    """The items of the first metadata file whose ``key`` decodes to a non-empty list of
+    typed items (``DependenciesFile``/``PropertiesFile``), as properties."""
+    for document, json_text in metadata:
         if not isinstance(document, dict):
             continue
-        items = document.get(key)
+        items = _field(document, key)
         if not isinstance(items, list) or not items:
             continue
-        if all(isinstance(i, dict) and isinstance(i.get("type", ""), str) for i in items):
-            return items
+        if not all(isinstance(i, dict) and isinstance(_field(i, "type") or "", str) for i in items):
+            continue  # Go's decoding fails on the file: it is not this kind of file
+        if json_text is not None:
+            with contextlib.suppress(ValueError, IndexError):
+                raw = _raw_member(json_text, key)
+                if raw is not None:
+                    return list(_raw_property_list(raw))
+        return [_from_yaml(item) for item in items]
     return []
+
+
+def _raw_member(text: str, key: str) -> str | None:
+    """The text of member ``key`` (case-insensitive, the last wins) of the JSON object
+    that ``text`` starts with."""
+    decoder = json.JSONDecoder()
+    position = _skip(text, 0) + 1  # past '{'
+    found = None
+    position = _skip(text, position)
+    while text[position] != "}":
+        name, position = decoder.raw_decode(text, position)
+        position = _skip(text, _skip(text, position) + 1)  # past ':'
+        start = position
+        _, position = decoder.raw_decode(text, position)
+        if isinstance(name, str) and name.lower() == key.lower():
+            found = text[start:position]
+        position = _skip(text, position)
+        if text[position] == ",":
+            position = _skip(text, position + 1)
+    return found
 
 
 def _get(document: Any, dotted: str) -> Any:

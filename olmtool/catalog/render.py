@@ -35,6 +35,12 @@ from olmtool.errors import InputError, display_path
 
 CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
 SKIP_RANGE_ANNOTATION = "olm.skipRange"
+# Loader findings about files opm's bundle parser passes over (validation still reports
+# them): hidden files and directories in manifests/, files that are no Kubernetes object,
+# CSVs after the first.
+_SKIPPED_BY_OPM = frozenset(
+    {"loader/hidden-file", "loader/subdirectory", "loader/manifest-parse", "loader/multiple-csvs"}
+)
 
 # olm.csv.metadata's fields: (key in the property, where it lives in the CSV).
 _CSV_METADATA_FIELDS = (
@@ -175,14 +181,18 @@ def render_bundle(
 ) -> RenderedBundle:
     """Render a loaded bundle; a bundle too broken to render is an InputError."""
     where = files.display("") if files.label else display_path(files.root)
-    fatal = [p for p in files.problems if p.check.startswith(("format/", "loader/"))]
+    fatal = [
+        p
+        for p in files.problems
+        if p.check.startswith(("format/", "loader/")) and p.check not in _SKIPPED_BY_OPM
+    ]
     if fatal:
         raise InputError(
             f"not a valid bundle: {fatal[0].message}",
             path=fatal[0].file or where,
             line=fatal[0].line,
         )
-    csv = files.csv
+    csv = opm_bundle.first_csv(files)
     if csv is None:  # load_bundle reported it, but be explicit
         raise InputError("not a valid bundle: no ClusterServiceVersion", path=where)
     annotations = files.annotations or {}

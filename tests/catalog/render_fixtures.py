@@ -460,6 +460,66 @@ def _metadata_files(files: Files) -> None:
     files["metadata/broken.yaml"] = "a: [\n"
 
 
+def _loose_files(files: Files) -> None:
+    # what opm's parser passes over: a hidden file, a non-object file, a second CSV
+    # (after the first by name), a second document in a file, a subdirectory
+    files["manifests/.DS_Store"] = "junk: [\n"
+    files["manifests/README.md"] = "# Gadget manifests\n\nGenerated.\n"
+    second = _csv("9.9.9")
+    second["metadata"]["name"] = "zz-another.v9.9.9"
+    files["manifests/zz-another.clusterserviceversion.yaml"] = second
+    files["manifests/gadget-operator-extra_v1_service.yaml"] = (
+        "apiVersion: v1\nkind: Service\nmetadata: {name: first}\n"
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: second}\n"
+    )
+    files["manifests/notes/extra.yaml"] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "x"},
+    }
+
+
+def _odd_csv(files: Files) -> None:
+    # an olm.properties annotation that is not JSON (opm warns and ignores it), a
+    # container without an image, an init container repeating the operator image, a
+    # v1beta1 CRD with only the singular version, keys YAML reads as numbers or booleans
+    csv = _csv_of(files)
+    csv["metadata"]["annotations"]["olm.properties"] = "[{not json"
+    pod = csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+    pod["containers"].append({"name": "sidecar"})
+    pod["initContainers"] = [{"name": "init", "image": OPERATOR_IMAGE}]
+    files["manifests/widgets.example.dev_widgets.yaml"] = {
+        "apiVersion": "apiextensions.k8s.io/v1beta1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.dev"},
+        "spec": {
+            "group": "example.dev",
+            "version": "v1beta2",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "scope": "Cluster",
+        },
+    }
+    files["manifests/gadget-operator-codes_v1_configmap.yaml"] = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: codes}\n"
+        "data: {'200': ok, '404': missing}\nbinaryData: {}\n"
+    )
+
+
+def _json_metadata(files: Files) -> None:
+    # metadata files in JSON: opm decodes them as JSON, so values keep their text
+    # (key order, no HTML escaping, number format), compacted on output
+    files["metadata/dependencies.json"] = (
+        '{"Dependencies": [\n'
+        '  {"type": "olm.constraint", "value": {"failureMessage": "needs a<b & c",\n'
+        '   "cel": {"rule": "true"}, "weight": 1.50}},\n'
+        '  {"type": "olm.package", "value": {"version": ">=1.0.0", "packageName": "x"}}\n'
+        "]}\n"
+    )
+    files["metadata/properties.json"] = (
+        '{"properties": [{"type": "example.dev/flag", "value": {"z": 1e3, "a": "\\u003c"}}]}'
+    )
+
+
 VARIANTS: dict[str, Callable[[Files], None]] = {
     "plain": _plain,
     "dependencies": _dependencies,
@@ -473,6 +533,9 @@ VARIANTS: dict[str, Callable[[Files], None]] = {
     "extra-objects": _extra_objects,
     "numbers": _numbers,
     "metadata-files": _metadata_files,
+    "loose-files": _loose_files,
+    "odd-csv": _odd_csv,
+    "json-metadata": _json_metadata,
 }
 
 
