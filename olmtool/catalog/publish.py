@@ -344,6 +344,7 @@ class AddResult:
     bundle: dc.Bundle
     channels: list[str]
     difference: TreeDiff
+    warnings: list[Finding] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -351,6 +352,7 @@ class AddResult:
             "package": self.bundle.package,
             "channels": self.channels,
             "changed": self.difference.changed,
+            "warnings": [w.as_dict() for w in self.warnings],
         }
 
 
@@ -381,12 +383,15 @@ def add_bundle(
         raise ArgumentError(
             f"is needed: bundle {bundle.name} names no channel", argument="channels"
         )
+    warnings: list[Finding] = []
     for name in wanted:
-        _channel(config, name, bundle.package).entries.append(
+        channel = _channel(config, name, bundle.package)
+        channel.entries.append(
             dc.ChannelEntry(
                 bundle.name, rendered.replaces, list(rendered.skips), rendered.skip_range
             )
         )
+        _join_heads(config, channel, warnings)
     if not config.packages:
         config.packages.append(
             dc.Package(
@@ -402,7 +407,27 @@ def add_bundle(
     member_of = sorted(
         c.name for c in config.channels if any(e.name == bundle.name for e in c.entries)
     )
-    return AddResult(config, bundle, member_of, difference)
+    return AddResult(config, bundle, member_of, difference, warnings)
+
+
+def _join_heads(config: dc.DeclarativeConfig, channel: dc.Channel, warnings: list[Finding]) -> None:
+    """As publishing does: a bundle without ``replaces`` does not leave a second head."""
+    names = {b.name for b in config.bundles}
+    versions: dict[str, tuple[semver.Version, str]] = {}
+    for bundle in config.bundles:
+        try:
+            versions[bundle.name] = (semver.Version.parse(bundle.version), bundle.name)
+        except ValueError:
+            return  # validation reports it
+    entries = channel.entries
+    if any(e.name not in versions or (e.replaces and e.replaces not in names) for e in entries):
+        return
+    note = chain_heads(channel, versions)
+    if note:
+        scope = f'channel "{channel.name}"'
+        warnings.append(
+            Finding("publish-channel-head", "warning", note, package=channel.package, scope=scope)
+        )
 
 
 def _channel(config: dc.DeclarativeConfig, name: str, package: str) -> dc.Channel:

@@ -170,6 +170,22 @@ def test_a_partial_history_is_joined_to_the_newest(tmp_path: Path) -> None:
     assert any("publish-channel-head" in w and "v2.1.0, the newest" in w for w in warnings)
 
 
+def test_adding_a_release_without_replaces_makes_it_the_head(tmp_path: Path) -> None:
+    from olmtool.actions import catalog_add
+
+    project = _project(tmp_path, {"1.0.0": {}})
+    _published(project)
+    release = write_release(tmp_path / "later", "1.1.0")
+    result = catalog_add(release, catalog=project / "catalog")
+    (channel,) = result.config.channels
+    assert {e.name: e.replaces for e in channel.entries} == {
+        f"{PACKAGE}.v1.0.0": "",
+        f"{PACKAGE}.v1.1.0": f"{PACKAGE}.v1.0.0",
+    }
+    assert [w.check for w in result.warnings] == ["publish-channel-head"]
+    assert result.as_dict()["warnings"]
+
+
 def test_a_replaces_naming_no_bundle_is_still_refused(tmp_path: Path) -> None:
     from olmtool.errors import InputError
 
