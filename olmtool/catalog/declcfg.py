@@ -8,8 +8,11 @@ where it came from (:class:`Origin`) so that findings can name the file and line
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from olmtool.catalog import gojson
 
 SCHEMA_PACKAGE = "olm.package"
 SCHEMA_CHANNEL = "olm.channel"
@@ -40,10 +43,16 @@ class Origin:
 
 @dataclass
 class Property:
-    """``{type, value}``; ``value`` is plain JSON data, decoded lazily by ``properties``."""
+    """``{type, value}``; ``value`` is plain JSON data, decoded lazily by ``properties``.
+
+    ``raw`` is the value's JSON text as opm holds it (a ``json.RawMessage``: HTML
+    characters escaped or not, key order, number format as the source had them), where
+    render knows it; :func:`blobs` with ``raw=True`` writes it instead of ``value``.
+    """
 
     type: str
     value: Any
+    raw: str | None = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {"type": self.type, "value": self.value}
@@ -184,7 +193,16 @@ class DeclarativeConfig:
 # --- to JSON blobs, in the field order of operator-registry's Go structs -----------------
 
 
-def _properties(properties: list[Property]) -> list[dict[str, Any]]:
+class RawJSON(str):
+    """JSON text that :func:`to_json` writes as it is (re-indented), like a RawMessage."""
+
+
+def _properties(properties: list[Property], raw: bool = False) -> list[dict[str, Any]]:
+    if raw:
+        return [
+            {"type": p.type, "value": RawJSON(p.raw)} if p.raw is not None else p.as_dict()
+            for p in properties
+        ]
     return [p.as_dict() for p in properties]
 
 
@@ -224,7 +242,7 @@ def channel_blob(channel: Channel) -> dict[str, Any]:
     return blob
 
 
-def bundle_blob(bundle: Bundle) -> dict[str, Any]:
+def bundle_blob(bundle: Bundle, *, raw: bool = False) -> dict[str, Any]:
     blob: dict[str, Any] = {
         "schema": SCHEMA_BUNDLE,
         "name": bundle.name,
@@ -232,7 +250,7 @@ def bundle_blob(bundle: Bundle) -> dict[str, Any]:
         "image": bundle.image,
     }
     if bundle.properties:
-        blob["properties"] = _properties(bundle.properties)
+        blob["properties"] = _properties(bundle.properties, raw)
     if bundle.related_images:
         blob["relatedImages"] = [
             {"name": r.name, "image": r.image} if r.name else {"name": "", "image": r.image}
@@ -271,21 +289,60 @@ def by_package(config: DeclarativeConfig) -> dict[str, DeclarativeConfig]:
     return {name: grouped[name] for name in sorted(grouped)}
 
 
-def blobs(config: DeclarativeConfig) -> list[dict[str, Any]]:
+def blobs(config: DeclarativeConfig, *, raw: bool = False) -> list[dict[str, Any]]:
     """Every blob in opm's order: package by package (sorted), and within one its package
-    blob, channels, bundles, other schemas, deprecations, each sorted by name."""
+    blob, channels, bundles, other schemas, deprecations, each sorted by name. With
+    ``raw``, bundle property values that carry their JSON text are written as that text."""
     out: list[dict[str, Any]] = []
     for part in by_package(config).values():
         out += [package_blob(p) for p in sorted(part.packages, key=lambda p: p.name)]
         out += [channel_blob(c) for c in sorted(part.channels, key=lambda c: c.name)]
-        out += [bundle_blob(b) for b in sorted(part.bundles, key=lambda b: b.name)]
+        out += [bundle_blob(b, raw=raw) for b in sorted(part.bundles, key=lambda b: b.name)]
         out += [m.blob for m in sorted(part.others, key=lambda m: (m.schema, m.name))]
         out += [deprecation_blob(d) for d in part.deprecations]
     return out
 
 
-def to_json(blob: dict[str, Any], *, indent: int | None = 4) -> str:
-    """JSON as Go's encoder writes it with SetEscapeHTML(false) (and U+2028/9 escaped)."""
+def to_json(blob: Any, *, indent: int | None = 4) -> str:
+    """JSON as Go's encoder writes it with SetEscapeHTML(false) (and U+2028/9 escaped);
+    :class:`RawJSON` values are written as their text, compacted and re-indented."""
     separators = (",", ": ") if indent else (",", ":")
+    raws: list[str] = []
+    if isinstance(blob, dict) and any(
+        isinstance(p.get("value"), RawJSON) for p in blob.get("properties") or ()
+    ):
+        blob = _with_placeholders(blob, raws)
     text = json.dumps(blob, indent=indent, ensure_ascii=False, separators=separators)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    if raws:
+        text = _fill_placeholders(text, raws, indent)
+    return text
+
+
+_RAW_PLACEHOLDER = re.compile(r'"\\u0000raw(\d+)\\u0000"')
+
+
+def _with_placeholders(blob: dict[str, Any], raws: list[str]) -> dict[str, Any]:
+    properties = []
+    for prop in blob["properties"]:
+        value = prop["value"]
+        if isinstance(value, RawJSON):
+            raws.append(gojson.compact(value))
+            value = f"\x00raw{len(raws) - 1}\x00"
+        properties.append({**prop, "value": value})
+    return {**blob, "properties": properties}
+
+
+def _fill_placeholders(text: str, raws: list[str], indent: int | None) -> str:
+    def fill(match: re.Match[str]) -> str:
+        raw = raws[int(match[1])]
+        if not indent:
+            return raw
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        end = line_start
+        while text[end] == " ":
+            end += 1
+        prefix = text[line_start:end]
+        return gojson.indent(raw, prefix, " " * indent)
+
+    return _RAW_PLACEHOLDER.sub(fill, text)

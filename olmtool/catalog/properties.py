@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog import gojson
 
 _RELEASE_IDENTIFIER = re.compile(r"^(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)$")
 MAX_RELEASE_LENGTH = 20
@@ -147,9 +148,9 @@ def csv_object(bundle: dc.Bundle) -> dict[str, Any] | None:
 
 
 def bundle_object(manifest: dict[str, Any]) -> dc.Property:
-    """An olm.bundle.object property for one manifest (compact JSON with sorted keys, as Go
-    marshals an unstructured object)."""
-    data = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return dc.Property(
-        dc.PROP_BUNDLE_OBJECT, {"data": base64.b64encode(data.encode("utf-8")).decode("ascii")}
-    )
+    """An olm.bundle.object property for one manifest: base64 of ``json.Marshal`` of the
+    unstructured object, as opm writes it (sorted keys, no spaces, ``<`` as ``\\u003c``,
+    Go's number format)."""
+    data = gojson.marshal(manifest)
+    value = {"data": base64.b64encode(data.encode("utf-8")).decode("ascii")}
+    return dc.Property(dc.PROP_BUNDLE_OBJECT, value, raw=gojson.marshal(value, escape_html=False))

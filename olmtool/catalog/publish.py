@@ -91,15 +91,26 @@ def _version_key(rendered: RenderedBundle) -> tuple[semver.Version, str]:
         ) from None
 
 
-def channels_from_bundles(package: str, bundles: list[RenderedBundle]) -> list[dc.Channel]:
-    """opm's replaces mode: each bundle joins its annotated channels with its CSV edges."""
+def channels_from_bundles(
+    package: str, bundles: list[RenderedBundle], warnings: list[Finding] | None = None
+) -> list[dc.Channel]:
+    """opm's replaces mode: each bundle joins its annotated channels with its CSV edges.
+
+    Where those edges leave a channel with several heads (CSVs without ``replaces``),
+    the newest bundle is the head, as in opm's replaces mode (``SemverPackageManifest``
+    makes the highest version each channel's head), and the other heads are chained to it
+    by version, so that no bundle is lost; a warning in ``warnings`` names the choice.
+    """
     channels: dict[str, dc.Channel] = {}
+    versions: dict[str, tuple[semver.Version, str]] = {}
+    names = {b.bundle.name for b in bundles}
     for rendered in sorted(bundles, key=_version_key):
         if not rendered.channels:
             raise InputError(
                 f"bundle {rendered.bundle.name} names no channel in metadata/annotations.yaml",
                 path=rendered.bundle.origin.file,
             )
+        versions[rendered.bundle.name] = _version_key(rendered)
         entry = dc.ChannelEntry(
             rendered.bundle.name, rendered.replaces, list(rendered.skips), rendered.skip_range
         )
@@ -108,17 +119,104 @@ def channels_from_bundles(package: str, bundles: list[RenderedBundle]) -> list[d
             channel.entries.append(
                 dc.ChannelEntry(entry.name, entry.replaces, list(entry.skips), entry.skip_range)
             )
+    for channel in channels.values():
+        if any(e.replaces and e.replaces not in names for e in channel.entries):
+            continue  # a replaces naming no bundle: opm's replaces mode refuses, so do we
+        note = chain_heads(channel, versions)
+        if note and warnings is not None:
+            warnings.append(
+                Finding(
+                    "publish-channel-head",
+                    "warning",
+                    note,
+                    package=package,
+                    scope=f'channel "{channel.name}"',
+                )
+            )
     return [channels[name] for name in sorted(channels)]
 
 
+def chain_heads(channel: dc.Channel, versions: dict[str, tuple[semver.Version, str]]) -> str:
+    """Make the newest entry the channel's only head; what was done, or "" if nothing.
+
+    A head is an entry no other entry replaces or skips. opm's replaces mode makes the
+    highest version the head and prunes what it cannot reach; here each other head gets
+    an edge from the next newer entry instead (its ``replaces`` when it has none, else one
+    more ``skips``), so that every bundle stays installable. Entries change in place."""
+
+    def heads() -> list[dc.ChannelEntry]:
+        reached = {e.replaces for e in channel.entries} | {
+            s for e in channel.entries for s in e.skips
+        }
+        return [e for e in channel.entries if e.name not in reached]
+
+    found = sorted(heads(), key=lambda e: versions[e.name])
+    if len(found) < 2:
+        return ""
+    chosen = found[-1]
+    pruned = _unreachable(channel, chosen)
+    ordered = sorted(channel.entries, key=lambda e: versions[e.name])
+    links = []
+    for head in found[:-1]:
+        newer = next(e for e in ordered if versions[e.name] > versions[head.name])
+        if not newer.replaces:
+            newer.replaces = head.name
+            links.append(f"{newer.name} replaces {head.name}")
+        else:
+            newer.skips.append(head.name)
+            links.append(f"{newer.name} skips {head.name}")
+    names = ", ".join(e.name for e in found)
+    return (
+        f"the bundles' replaces/skips leave {len(found)} heads ({names}); {chosen.name}, the "
+        f"newest, is the head, as in opm's replaces mode, which would also drop the "
+        f"{len(pruned)} bundle(s) it cannot reach ({', '.join(pruned)}); they are kept, "
+        f"chained by version: {'; '.join(links)}"
+    )
+
+
+def _unreachable(channel: dc.Channel, head: dc.ChannelEntry) -> list[str]:
+    """Entries not reachable from ``head`` through replaces and skips."""
+    by_name = {e.name: e for e in channel.entries}
+    seen, todo = {head.name}, [head]
+    while todo:
+        entry = todo.pop()
+        for name in [entry.replaces, *entry.skips]:
+            if name in by_name and name not in seen:
+                seen.add(name)
+                todo.append(by_name[name])
+    return [e.name for e in channel.entries if e.name not in seen]
+
+
 def package_from_bundles(
-    source: PackageSource, bundles: list[RenderedBundle], channels: list[dc.Channel]
+    source: PackageSource,
+    bundles: list[RenderedBundle],
+    channels: list[dc.Channel],
+    warnings: list[Finding] | None = None,
 ) -> dc.Package:
-    """The olm.package blob: description and icon of the newest bundle; its default channel."""
-    newest = max(bundles, key=_version_key)
-    default = source.default_channel or newest.default_channel
+    """The olm.package blob: description and icon of the newest bundle, and the default
+    channel as opm's replaces mode picks it (``SemverPackageManifest``): the one channel of
+    a single-channel package, else the default channel annotation of the newest bundle
+    that has one (a warning says so when that is not the newest bundle)."""
+    ordered = sorted(bundles, key=_version_key)
+    newest = ordered[-1]
+    default = source.default_channel
     if not default and len(channels) == 1:
         default = channels[0].name
+    if not default:
+        declaring = [b for b in ordered if b.default_channel]
+        if declaring:
+            default = declaring[-1].default_channel
+            if declaring[-1] is not newest and warnings is not None:
+                warnings.append(
+                    Finding(
+                        "publish-default-channel",
+                        "warning",
+                        f"the newest bundle, {newest.bundle.name}, declares no default channel; "
+                        f"{default!r} is taken from {declaring[-1].bundle.name}, the newest "
+                        "bundle that declares one, as opm's replaces mode does",
+                        package=source.name,
+                    )
+                )
     return dc.Package(
         name=source.name, default_channel=default, icon=newest.icon, description=newest.description
     )
@@ -140,11 +238,15 @@ def deprecations(package: str, settings: list[DeprecationSetting]) -> list[dc.De
 
 
 def assemble_package(
-    source: PackageSource, base: Path, payload: BundlePayload
+    source: PackageSource,
+    base: Path,
+    payload: BundlePayload,
+    warnings: list[Finding] | None = None,
 ) -> dc.DeclarativeConfig:
-    """One package's FBC from its bundles or its template."""
+    """One package's FBC from its bundles or its template; what publishing chose or
+    ignored where opm does the same is added to ``warnings``."""
     if source.template:
-        config = _from_template(base / source.template, payload)
+        config = _from_template(base / source.template, payload, source.name, warnings)
         wrong = sorted({p for p in config.package_names() if p != source.name})
         if wrong:
             raise InputError(
@@ -153,8 +255,8 @@ def assemble_package(
             )
     else:
         bundles = render_sources(source, base, payload)
-        channels = channels_from_bundles(source.name, bundles)
-        package = package_from_bundles(source, bundles, channels)
+        channels = channels_from_bundles(source.name, bundles, warnings)
+        package = package_from_bundles(source, bundles, channels, warnings)
         config = dc.DeclarativeConfig(
             packages=[package], channels=channels, bundles=[b.bundle for b in bundles]
         )
@@ -165,10 +267,25 @@ def assemble_package(
     return config
 
 
-def _from_template(path: Path, payload: BundlePayload) -> dc.DeclarativeConfig:
+def _from_template(
+    path: Path, payload: BundlePayload, package: str, warnings: list[Finding] | None
+) -> dc.DeclarativeConfig:
     from olmtool.catalog.templates import load_template, render_template
 
-    return render_template(load_template(path), template_renderer(path.parent, payload))
+    template = load_template(path)
+    for key, line in getattr(template, "ignored", ()):
+        if warnings is not None:
+            warnings.append(
+                Finding(
+                    "publish-template-key",
+                    "warning",
+                    f"{key}: not a key of the template; ignored, as opm ignores it",
+                    file=display_path(path),
+                    line=line,
+                    package=package,
+                )
+            )
+    return render_template(template, template_renderer(path.parent, payload))
 
 
 def template_renderer(base: Path, payload: BundlePayload) -> Callable[[str], dc.Bundle]:
@@ -203,7 +320,8 @@ def publish(settings: CatalogSettings, base: Path, *, check: bool = False) -> Pu
     payload = BundlePayload(settings.payload)
     result = PublishResult(root)
     assembled = {
-        source.name: assemble_package(source, base, payload) for source in settings.packages
+        source.name: assemble_package(source, base, payload, result.warnings)
+        for source in settings.packages
     }
     for name, config in assembled.items():
         result.warnings += check_package(config, name)
@@ -226,6 +344,7 @@ class AddResult:
     bundle: dc.Bundle
     channels: list[str]
     difference: TreeDiff
+    warnings: list[Finding] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -233,6 +352,7 @@ class AddResult:
             "package": self.bundle.package,
             "channels": self.channels,
             "changed": self.difference.changed,
+            "warnings": [w.as_dict() for w in self.warnings],
         }
 
 
@@ -263,12 +383,15 @@ def add_bundle(
         raise ArgumentError(
             f"is needed: bundle {bundle.name} names no channel", argument="channels"
         )
+    warnings: list[Finding] = []
     for name in wanted:
-        _channel(config, name, bundle.package).entries.append(
+        channel = _channel(config, name, bundle.package)
+        channel.entries.append(
             dc.ChannelEntry(
                 bundle.name, rendered.replaces, list(rendered.skips), rendered.skip_range
             )
         )
+        _join_heads(config, channel, warnings)
     if not config.packages:
         config.packages.append(
             dc.Package(
@@ -284,7 +407,27 @@ def add_bundle(
     member_of = sorted(
         c.name for c in config.channels if any(e.name == bundle.name for e in c.entries)
     )
-    return AddResult(config, bundle, member_of, difference)
+    return AddResult(config, bundle, member_of, difference, warnings)
+
+
+def _join_heads(config: dc.DeclarativeConfig, channel: dc.Channel, warnings: list[Finding]) -> None:
+    """As publishing does: a bundle without ``replaces`` does not leave a second head."""
+    names = {b.name for b in config.bundles}
+    versions: dict[str, tuple[semver.Version, str]] = {}
+    for bundle in config.bundles:
+        try:
+            versions[bundle.name] = (semver.Version.parse(bundle.version), bundle.name)
+        except ValueError:
+            return  # validation reports it
+    entries = channel.entries
+    if any(e.name not in versions or (e.replaces and e.replaces not in names) for e in entries):
+        return
+    note = chain_heads(channel, versions)
+    if note:
+        scope = f'channel "{channel.name}"'
+        warnings.append(
+            Finding("publish-channel-head", "warning", note, package=channel.package, scope=scope)
+        )
 
 
 def _channel(config: dc.DeclarativeConfig, name: str, package: str) -> dc.Channel:

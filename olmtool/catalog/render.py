@@ -1,21 +1,20 @@
 """``opm render``: bundle directories and images (bundle or catalog) as declcfg blobs.
 
-A bundle becomes the olm.bundle blob opm would write: name from the CSV, package from
-annotations.yaml, properties derived from the CSV, CRDs, dependencies.yaml and
-properties.yaml (sorted by type then value), then either one olm.bundle.object per
-manifest or a single olm.csv.metadata, and relatedImages from the CSV and the
-operator's containers.
+A bundle becomes the olm.bundle blob opm v1.26 writes (:mod:`olmtool.catalog.opm_bundle`
+has its rules): name from the CSV, package from annotations.yaml, properties derived from
+the CSV, CRDs, API services, the metadata files' dependencies and properties and the CSV's
+olm.properties annotation (sorted by type, then by value as opm holds it), then either one
+olm.bundle.object per manifest (base64 of Go's JSON) or a single olm.csv.metadata, and
+relatedImages from the CSV and the operator's containers.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olmtool import kyaml
 from olmtool.bundle import Bundle as BundleFiles
 from olmtool.bundle import (
     Source,
@@ -27,16 +26,20 @@ from olmtool.bundle import (
 )
 from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog import opm_bundle
 from olmtool.catalog import properties as props
 from olmtool.catalog.choices import BundlePayload
 from olmtool.catalog.load import load_catalog_strict, load_texts
 from olmtool.errors import InputError, display_path
 
 CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
-DEPENDENCIES_FILE = "metadata/dependencies.yaml"
-PROPERTIES_FILE = "metadata/properties.yaml"
-CSV_PROPERTIES_ANNOTATION = "olm.properties"
 SKIP_RANGE_ANNOTATION = "olm.skipRange"
+# Loader findings about files opm's bundle parser passes over (validation still reports
+# them): hidden files and directories in manifests/, files that are no Kubernetes object,
+# CSVs after the first.
+_SKIPPED_BY_OPM = frozenset(
+    {"loader/hidden-file", "loader/subdirectory", "loader/manifest-parse", "loader/multiple-csvs"}
+)
 
 # olm.csv.metadata's fields: (key in the property, where it lives in the CSV).
 _CSV_METADATA_FIELDS = (
@@ -173,7 +176,9 @@ def render_bundle(
     fatal = [
         p
         for p in files.problems
-        if p.severity == "error" and p.check.startswith(("format/", "loader/"))
+        if p.severity == "error"
+        and p.check.startswith(("format/", "loader/"))
+        and p.check not in _SKIPPED_BY_OPM
     ]
     if fatal:
         raise InputError(
@@ -181,7 +186,7 @@ def render_bundle(
             path=fatal[0].file or where,
             line=fatal[0].line,
         )
-    csv = files.csv
+    csv = opm_bundle.first_csv(files)
     if csv is None:  # load_bundle reported it, but be explicit
         raise InputError("not a valid bundle: no ClusterServiceVersion", path=where)
     annotations = files.annotations or {}
@@ -196,18 +201,18 @@ def render_bundle(
         raise InputError(
             "the ClusterServiceVersion has no spec.version", path=files.display(csv.file)
         )
-    properties = _properties(files, document, package, version)
-    manifests = [o.document for o in files.manifest_objects]
+    objects = opm_bundle.bundle_objects(files)
+    properties = opm_bundle.properties(files, document, objects, package)
     if payload is BundlePayload.objects:
-        properties += [props.bundle_object(m) for m in manifests]
+        payload_properties = [props.bundle_object(m) for m in objects]
     else:
-        properties.append(dc.Property(dc.PROP_CSV_METADATA, csv_metadata(document)))
+        payload_properties = [dc.Property(dc.PROP_CSV_METADATA, csv_metadata(document))]
     bundle = dc.Bundle(
         name=csv.name,
         package=package,
         image=image,
-        properties=properties,
-        related_images=_related_images(document, image),
+        properties=opm_bundle.with_objects(properties, payload_properties),
+        related_images=opm_bundle.related_images(document, image),
         origin=dc.Origin(where),
     )
     spec = document.get("spec") or {}
@@ -238,112 +243,6 @@ def _get(document: dict[str, Any], dotted: str) -> Any:
     return node
 
 
-def _properties(
-    files: BundleFiles, csv: dict[str, Any], package: str, version: str
-) -> list[dc.Property]:
-    found: list[dc.Property] = [
-        dc.Property(dc.PROP_PACKAGE, {"packageName": package, "version": version})
-    ]
-    for crd in files.crds:
-        document = crd.document
-        group = _get(document, "spec.group") or ""
-        kind = _get(document, "spec.names.kind") or ""
-        for served in _get(document, "spec.versions") or []:
-            found.append(_gvk(dc.PROP_GVK, group, kind, served.get("name", "")))
-        if _get(document, "spec.version"):  # apiextensions v1beta1's single version
-            found.append(_gvk(dc.PROP_GVK, group, kind, _get(document, "spec.version")))
-    for owned in _get(csv, "spec.apiservicedefinitions.owned") or []:
-        found.append(_gvk_of(dc.PROP_GVK, owned))
-    for required in _get(csv, "spec.customresourcedefinitions.required") or []:
-        group = str(required.get("name", "")).partition(".")[2]
-        found.append(
-            _gvk(dc.PROP_GVK_REQUIRED, group, required.get("kind", ""), required.get("version", ""))
-        )
-    for required in _get(csv, "spec.apiservicedefinitions.required") or []:
-        found.append(_gvk_of(dc.PROP_GVK_REQUIRED, required))
-    found += _dependencies(files)
-    found += _passthrough(files, csv)
-    return _sorted_unique(found)
-
-
-def _gvk(type_: str, group: str, kind: str, version: str) -> dc.Property:
-    return dc.Property(type_, {"group": group, "kind": kind, "version": version})
-
-
-def _gvk_of(type_: str, mapping: dict[str, Any]) -> dc.Property:
-    """A GVK property from a mapping with group, kind and version keys (missing: "")."""
-    return _gvk(
-        type_, mapping.get("group", ""), mapping.get("kind", ""), mapping.get("version", "")
-    )
-
-
-def _dependencies(files: BundleFiles) -> list[dc.Property]:
-    """metadata/dependencies.yaml: olm.gvk, olm.package and olm.constraint dependencies."""
-    document = _metadata_yaml(files, DEPENDENCIES_FILE)
-    found = []
-    for index, item in enumerate((document or {}).get("dependencies") or []):
-        type_, value = item.get("type"), item.get("value") or {}
-        if type_ == "olm.gvk":
-            found.append(_gvk_of(dc.PROP_GVK_REQUIRED, value))
-        elif type_ == "olm.package":
-            found.append(
-                dc.Property(
-                    dc.PROP_PACKAGE_REQUIRED,
-                    {
-                        "packageName": value.get("packageName", ""),
-                        "versionRange": value.get("version", ""),
-                    },
-                )
-            )
-        elif type_ == "olm.constraint":
-            found.append(dc.Property(dc.PROP_CONSTRAINT, value))
-        else:
-            raise InputError(
-                f"dependencies[{index}]: unknown dependency type {type_!r} (olm.gvk, olm.package or olm.constraint)",
-                path=files.display(DEPENDENCIES_FILE),
-            )
-    return found
-
-
-def _passthrough(files: BundleFiles, csv: dict[str, Any]) -> list[dc.Property]:
-    """properties.yaml and the CSV's olm.properties annotation, as given."""
-    found = []
-    document = _metadata_yaml(files, PROPERTIES_FILE)
-    for item in (document or {}).get("properties") or []:
-        found.append(dc.Property(str(item.get("type", "")), item.get("value")))
-    annotation = (_get(csv, "metadata.annotations") or {}).get(CSV_PROPERTIES_ANNOTATION)
-    if annotation:
-        try:
-            items = json.loads(annotation)
-        except ValueError:
-            raise InputError(
-                f"the CSV annotation {CSV_PROPERTIES_ANNOTATION} is not a JSON list",
-                path=files.display(files.csv.file if files.csv else ""),
-            ) from None
-        found += [
-            dc.Property(str(item.get("type", "")), item.get("value"))
-            for item in items
-            if isinstance(item, dict)
-        ]
-    return found
-
-
-def _metadata_yaml(files: BundleFiles, relative: str) -> dict[str, Any] | None:
-    if relative not in files.files:
-        return None
-    document = kyaml.load(files.files[relative].decode("utf-8"), path=files.display(relative))
-    if document is not None and not isinstance(document, dict):
-        raise InputError("expected a mapping", path=files.display(relative))
-    return document
-
-
-def _sorted_unique(found: list[dc.Property]) -> list[dc.Property]:
-    unique: dict[tuple[str, str], dc.Property] = {}
-    for prop in found:
-        unique.setdefault((prop.type, json.dumps(prop.value, sort_keys=True)), prop)
-    return [unique[key] for key in sorted(unique)]
-
-
 def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
     """The olm.csv.metadata value: the CSV fields OLM v1 and consoles show."""
     value: dict[str, Any] = {}
@@ -352,19 +251,3 @@ def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
         if found not in (None, "", [], {}):
             value[key] = found
     return value
-
-
-def _related_images(csv: dict[str, Any], image: str) -> list[dc.RelatedImage]:
-    """CSV relatedImages, the operator containers' images and the bundle image, by image."""
-    found: dict[str, str] = {}
-    for related in _get(csv, "spec.relatedImages") or []:
-        if related.get("image"):
-            found.setdefault(related["image"], related.get("name") or "")
-    for deployment in _get(csv, "spec.install.spec.deployments") or []:
-        pod = _get(deployment, "spec.template.spec") or {}
-        for container in [*(pod.get("initContainers") or []), *(pod.get("containers") or [])]:
-            if container.get("image"):
-                found.setdefault(container["image"], "")
-    if image:
-        found.setdefault(image, "")
-    return [dc.RelatedImage(name, ref) for ref, name in sorted(found.items())]

@@ -49,11 +49,20 @@ def to_yaml(blob: dict) -> str:
     )
 
 
-def render_config(config: dc.DeclarativeConfig, fmt: CatalogFormat = CatalogFormat.json) -> str:
-    """One file's text for ``config``'s blobs, in opm's order."""
-    documents = dc.blobs(config)
+def render_config(
+    config: dc.DeclarativeConfig,
+    fmt: CatalogFormat = CatalogFormat.json,
+    *,
+    raw_values: bool = False,
+) -> str:
+    """One file's text for ``config``'s blobs, in opm's order. With ``raw_values``, JSON
+    property values are written as opm holds them (``Property.raw``): what ``opm render``
+    prints. Catalog files are written without, so that rewriting a loaded catalog does not
+    change its bytes."""
     if fmt is CatalogFormat.json:
+        documents = dc.blobs(config, raw=raw_values)
         return "".join(dc.to_json(blob) + "\n" for blob in documents)
+    documents = dc.blobs(config)
     return "".join("---\n" + to_yaml(blob) for blob in documents)
 
 

@@ -15,6 +15,7 @@ import pytest
 from olmtool.actions import catalog_render
 from olmtool.bundle.model import load_bundle
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog import opm_bundle
 from olmtool.catalog.load import parse_blobs
 from olmtool.catalog.publish import catalog_image
 from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
@@ -62,10 +63,13 @@ def test_bundle_dir_renders_properties_in_opm_order() -> None:
 
 
 def test_bundle_object_is_compact_sorted_json_like_go() -> None:
-    bundle = render_bundle_dir(ETCD / "0.1.0").bundle
-    data = base64.b64decode(bundle.properties_of("olm.bundle.object")[0].value["data"]).decode()
-    obj = json.loads(data)
-    assert data == json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    bundle = render_bundle_dir(ETCD / "0.3.0").bundle
+    for prop in bundle.properties_of("olm.bundle.object"):
+        data = base64.b64decode(prop.value["data"]).decode()
+        obj = json.loads(data)
+        plain = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        # json.Marshal escapes HTML characters (the etcd CSV's skipRange has ">=")
+        assert data == plain.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def test_related_images_sorted_by_image_with_operator_and_bundle_image() -> None:
@@ -124,11 +128,65 @@ def test_dependencies_and_properties_files_become_properties(tmp_path: Path) -> 
     assert non_object == sorted(non_object)
 
 
-def test_unknown_dependency_type_names_the_file(tmp_path: Path) -> None:
+def test_other_dependency_types_are_kept_as_properties_like_opm(tmp_path: Path) -> None:
+    # opm v1.26 keeps a dependency of any other type as a property of that type
     root = _copy_bundle(tmp_path)
-    (root / "metadata/dependencies.yaml").write_text("dependencies:\n  - type: olm.label\n")
-    with pytest.raises(InputError, match=r"dependencies.yaml.*unknown dependency type"):
-        render_bundle_dir(root)
+    (root / "metadata/dependencies.yaml").write_text(
+        "dependencies:\n  - type: olm.label\n    value: {label: fast}\n"
+    )
+    bundle = render_bundle_dir(root).bundle
+    assert bundle.properties_of("olm.label")[0].value == {"label": "fast"}
+
+
+def test_dependencies_in_properties_yaml_become_requirements(tmp_path: Path) -> None:
+    # opm reads the first metadata file with dependencies, whatever its name
+    root = _copy_bundle(tmp_path)
+    (root / "metadata/properties.yaml").write_text(
+        "properties:\n  - type: olm.maxOpenShiftVersion\n    value: '4.14'\n"
+        "dependencies:\n  - type: olm.package\n"
+        "    value: {packageName: grafana-operator, version: 4.6.0}\n"
+    )
+    bundle = render_bundle_dir(root).bundle
+    assert [p.value for p in bundle.properties_of("olm.package.required")] == [
+        {"packageName": "grafana-operator", "versionRange": "4.6.0"}
+    ]
+    assert bundle.properties_of("olm.maxOpenShiftVersion")[0].value == "4.14"
+
+
+def test_related_images_keep_every_csv_entry_like_opm() -> None:
+    # duplicates under two names stay; operator images already listed are not repeated
+    csv = {
+        "spec": {
+            "relatedImages": [
+                {"name": "agent", "image": "q.dev/a:1"},
+                {"name": "agent-old", "image": "q.dev/a:1"},
+            ],
+            "install": {
+                "strategy": "deployment",
+                "spec": {
+                    "deployments": [
+                        {
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "containers": [{"image": "q.dev/a:1"}],
+                                        "initContainers": [{"image": "q.dev/init:1"}],
+                                    }
+                                }
+                            }
+                        }
+                    ]
+                },
+            },
+        }
+    }
+    images = opm_bundle.related_images(csv, "q.dev/bundle:1")
+    assert [(r.name, r.image) for r in images] == [
+        ("agent", "q.dev/a:1"),
+        ("agent-old", "q.dev/a:1"),
+        ("", "q.dev/bundle:1"),
+        ("", "q.dev/init:1"),
+    ]
 
 
 def test_directory_that_is_not_a_bundle_is_one_clear_error(tmp_path: Path) -> None:

@@ -21,22 +21,29 @@ class BasicTemplate:
     """``olm.template.basic``: FBC blobs kept as they are, plus bundle references to render.
 
     ``config`` holds the decoded pass-through blobs (packages, channels, deprecations,
-    other schemas); ``bundles`` the ``{schema: olm.bundle, image}`` entries in file order.
+    other schemas); ``bundles`` the ``{schema: olm.bundle, image}`` entries in file order;
+    ``ignored`` the keys opm ignores (as ``where: key``, with their line) for warnings.
     """
 
     file: str
     config: dc.DeclarativeConfig = field(default_factory=dc.DeclarativeConfig)
     bundles: list[BundleRef] = field(default_factory=list)
     line: int | None = None
+    ignored: list[tuple[str, int]] = field(default_factory=list)
 
 
 def parse_basic(doc: Document) -> BasicTemplate:
-    """The wrapped form: ``{schema: olm.template.basic, entries: [...]}``."""
-    fields = strict_fields(doc, doc.data, (), ("schema", "entries"), SCHEMA_BASIC)
+    """The wrapped form: ``{schema: olm.template.basic, entries: [...]}``.
+
+    opm reads it with a plain ``json.Unmarshal`` (alpha/template/basic ``parseSpec``), so
+    other top-level keys, such as a ``name``, are ignored rather than refused."""
+    unknown: list[str] = []
+    fields = strict_fields(doc, doc.data, (), ("schema", "entries"), SCHEMA_BASIC, ignored=unknown)
     if "entries" not in fields:
         raise doc.error(f'{SCHEMA_BASIC} template needs "entries" (a list of FBC blobs)')
     template = BasicTemplate(file=doc.file, line=doc.line)
-    add_entries(doc, fields, template.config, template.bundles, SCHEMA_BASIC)
+    template.ignored += [(f"{SCHEMA_BASIC}: {key}", doc.line_of(key)) for key in unknown]
+    add_entries(doc, fields, template.config, template.bundles, SCHEMA_BASIC, template.ignored)
     return template
 
 
@@ -45,7 +52,9 @@ def parse_stream(documents: list[Document]) -> BasicTemplate:
     first = documents[0]
     template = BasicTemplate(file=first.file, line=first.line)
     for document in documents:
-        add_entry(document, document.data, (), template.config, template.bundles, "blob")
+        add_entry(
+            document, document.data, (), template.config, template.bundles, "blob", template.ignored
+        )
     return template
 
 

@@ -109,11 +109,19 @@ def kind_of(value: Any) -> str:
 
 
 def strict_fields(
-    doc: Document, mapping: Any, path: NodePath, allowed: Sequence[str], where: str
+    doc: Document,
+    mapping: Any,
+    path: NodePath,
+    allowed: Sequence[str],
+    where: str,
+    *,
+    ignored: list[str] | None = None,
 ) -> dict[str, tuple[str, Any]]:
     """Folded key -> (key as written, value); unknown or case-duplicated keys are errors.
 
     Keys match case-insensitively because Go's encoding/json matches struct fields so.
+    Given an ``ignored`` list, unknown keys are collected there instead (what a plain
+    ``json.Unmarshal``, not ``UnmarshalStrict``, does with them).
     """
     if not isinstance(mapping, dict):
         raise doc.error(f"{where} must be an object, found {kind_of(mapping)}", *path)
@@ -121,6 +129,9 @@ def strict_fields(
     wanted = {name.lower(): name for name in allowed}
     for key, value in mapping.items():
         canonical = wanted.get(key.lower())
+        if canonical is None and ignored is not None:
+            ignored.append(key)
+            continue
         if canonical is None:
             expected = ", ".join(allowed)
             raise doc.error(f'{where}: unknown key "{key}" (expected {expected})', *path, key)

@@ -81,11 +81,12 @@ def add_entries(
     config: dc.DeclarativeConfig,
     bundles: list[BundleRef],
     where: str,
+    ignored: list[tuple[str, int]] | None = None,
 ) -> None:
     """The template's ``entries`` list (absent: none), each entry located by its index."""
     key, entries = get_list(doc, fields, "entries", (), where)
     for index, entry in enumerate(entries):
-        add_entry(doc, entry, (key, index), config, bundles, f"{key}[{index}]")
+        add_entry(doc, entry, (key, index), config, bundles, f"{key}[{index}]", ignored)
 
 
 def add_entry(
@@ -95,6 +96,7 @@ def add_entry(
     config: dc.DeclarativeConfig,
     bundles: list[BundleRef],
     where: str,
+    ignored: list[tuple[str, int]] | None = None,
 ) -> None:
     """One FBC entry: a bundle reference to render later, or a blob decoded now."""
     line = doc.line_of(*path)
@@ -109,24 +111,41 @@ def add_entry(
     if schema in TEMPLATE_SCHEMAS:
         raise doc.error(f"{where}: a template cannot contain another template ({schema})", *path)
     if schema == dc.SCHEMA_BUNDLE:
-        bundles.append(bundle_ref(doc, entry, path, where))
+        bundles.append(bundle_ref(doc, entry, path, where, ignored))
         return
     problem = decode_blob(RawBlob(entry, dc.Origin(doc.file, line)), config)
     if problem is not None:
         raise InputError(problem.message, path=doc.file, line=line)
 
 
-def bundle_ref(doc: Document, entry: dict[str, Any], path: NodePath, where: str) -> BundleRef:
-    """``{schema: olm.bundle, image}`` and nothing else: anything more is rendered, not typed."""
-    for key in entry:
-        if key.lower() not in ("schema", "image"):
+# What opm's basic template refuses in a bundle entry when set (``isBundleTemplate``):
+# it is rendered from the image. Other keys (a ``name``) it decodes and ignores.
+_RENDERED_BUNDLE_FIELDS = ("package", "properties", "relatedimages")
+
+
+def bundle_ref(
+    doc: Document,
+    entry: dict[str, Any],
+    path: NodePath,
+    where: str,
+    ignored: list[tuple[str, int]] | None = None,
+) -> BundleRef:
+    """``{schema: olm.bundle, image}``: package, properties or related images are refused
+    (they are rendered from the image); other keys are ignored, as opm ignores them, when
+    the caller collects them in ``ignored`` (the basic template), refused otherwise."""
+    for key, value in entry.items():
+        refused = key.lower() in _RENDERED_BUNDLE_FIELDS and value not in (None, "", [], {})
+        if refused or (ignored is None and key.lower() not in ("schema", "image")):
             raise doc.error(
                 f'{where}: a template olm.bundle entry holds only "schema" and "image" '
                 f'(the rest is rendered from the image); found "{key}"',
                 *path,
                 key,
             )
-    fields = strict_fields(doc, entry, path, ("schema", "image"), where)
+    unknown: list[str] = []
+    fields = strict_fields(doc, entry, path, ("schema", "image"), where, ignored=unknown)
+    if ignored is not None:
+        ignored += [(f"{where}: {key}", doc.line_of(*path, key)) for key in unknown]
     image = get_str(doc, fields, "image", path, where)
     if not image:
         raise doc.error(f'{where}: olm.bundle entry needs an "image"', *path)

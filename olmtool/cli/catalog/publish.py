@@ -101,11 +101,12 @@ def add_command(
     result = actions.catalog_add(
         bundle, catalog=catalog, channels=channel or (), image=image, fmt=fmt, payload=payload
     )
-    out.emit(
-        result.as_dict(),
-        output,
-        lambda: out.stdout.print(
+
+    def show() -> None:
+        out.print_findings(result.warnings)
+        out.stdout.print(
             f"[green]added[/] {out.escape(result.bundle.name)} to {out.escape(result.bundle.package)} "
             f"({', '.join(result.channels)})"
-        ),
-    )
+        )
+
+    out.emit(result.as_dict(), output, show)

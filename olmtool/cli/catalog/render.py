@@ -40,4 +40,4 @@ def render_command(
     config = actions.catalog_render(sources, payload=payload, image=image)
     from olmtool.catalog import render_config
 
-    sys.stdout.write(render_config(config, output))
+    sys.stdout.write(render_config(config, output, raw_values=True))
