@@ -19,6 +19,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
 from olmtool.errors import InputError
+from olmtool.kyaml import read_text  # one rule for reading a YAML file
 
 
 def _dumper() -> YAML:
@@ -83,16 +84,6 @@ def plain(value: Any) -> Any:
 def load(path: str | Path) -> Any:
     """One YAML document, with a one-line error naming the file and line if it is bad."""
     return loads(read_text(path), path=path)
-
-
-def read_text(path: str | Path) -> str:
-    """A UTF-8 file's text, or a one-line InputError naming it."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
 
 
 def loads(text: str, *, path: str | Path | None = None) -> Any:

@@ -71,7 +71,7 @@ def properties(
     metadata = list(_metadata_documents(files))
     listed_properties = _first_list(metadata, "properties")
     dependencies = _first_list(metadata, "dependencies")
-    version = str(_get(csv, "spec.version") or "")
+    version = str(dig(csv, "spec.version") or "")
 
     # bundleParser: properties.yaml, then what is derived (package, CSV annotation, GVKs)
     derived = [_built(dc.PROP_PACKAGE, {"packageName": package, "version": version})]
@@ -137,15 +137,15 @@ def provided_apis(objects: list[dict[str, Any]], csv: dict[str, Any]) -> list[tu
         crd_version = api_version.rpartition("/")[2]
         if crd_version not in ("v1", "v1beta1"):
             continue
-        group = str(_get(document, "spec.group") or "")
-        kind = str(_get(document, "spec.names.kind") or "")
-        for served in _get(document, "spec.versions") or []:
+        group = str(dig(document, "spec.group") or "")
+        kind = str(dig(document, "spec.names.kind") or "")
+        for served in dig(document, "spec.versions") or []:
             if isinstance(served, dict):
                 found.append((group, kind, str(served.get("name") or "")))
-        single = _get(document, "spec.version")
+        single = dig(document, "spec.version")
         if crd_version == "v1beta1" and single:
             found.append((group, kind, str(single)))
-    for owned in _get(csv, "spec.apiservicedefinitions.owned") or []:
+    for owned in dig(csv, "spec.apiservicedefinitions.owned") or []:
         if isinstance(owned, dict):
             found.append(_api_key(owned))
     return found
@@ -153,14 +153,14 @@ def provided_apis(objects: list[dict[str, Any]], csv: dict[str, Any]) -> list[tu
 
 def required_apis(csv: dict[str, Any]) -> list[tuple[str, str, str]]:
     found: list[tuple[str, str, str]] = []
-    for required in _get(csv, "spec.customresourcedefinitions.required") or []:
+    for required in dig(csv, "spec.customresourcedefinitions.required") or []:
         if not isinstance(required, dict):
             continue
         plural, dot, group = str(required.get("name") or "").partition(".")
         if not dot:
             raise InputError(f"couldn't parse plural.group from crd name: {plural}")
         found.append((group, str(required.get("kind") or ""), str(required.get("version") or "")))
-    for required in _get(csv, "spec.apiservicedefinitions.required") or []:
+    for required in dig(csv, "spec.apiservicedefinitions.required") or []:
         if isinstance(required, dict):
             found.append(_api_key(required))
     return found
@@ -171,7 +171,7 @@ def related_images(csv: dict[str, Any], image: str) -> list[dc.RelatedImage]:
     the bundle image, then operator container images not already listed; by image."""
     found = [
         dc.RelatedImage(str(r.get("name") or ""), str(r.get("image") or ""))
-        for r in (_get(csv, "spec.relatedImages") or [])
+        for r in (dig(csv, "spec.relatedImages") or [])
         if isinstance(r, dict)
     ]
     listed = {r.image for r in found}
@@ -188,12 +188,12 @@ def related_images(csv: dict[str, Any], image: str) -> list[dc.RelatedImage]:
 def operator_images(csv: dict[str, Any]) -> set[str]:
     """Images of the deployments' containers and init containers (``GetOperatorImages``),
     for the ``deployment`` install strategy only."""
-    install = _get(csv, "spec.install") or {}
+    install = dig(csv, "spec.install") or {}
     if not isinstance(install, dict) or install.get("strategy") != "deployment":
         return set()
     images: set[str] = set()
-    for deployment in _get(install, "spec.deployments") or []:
-        pod = _get(deployment, "spec.template.spec") if isinstance(deployment, dict) else None
+    for deployment in dig(install, "spec.deployments") or []:
+        pod = dig(deployment, "spec.template.spec") if isinstance(deployment, dict) else None
         if not isinstance(pod, dict):
             continue
         for key in ("containers", "initContainers"):
@@ -231,7 +231,7 @@ def _field(mapping: dict[str, Any], name: str) -> Any:
 
 def _annotation_properties(csv: dict[str, Any]) -> list[dc.Property]:
     """The CSV's olm.properties annotation; opm only warns when it is not valid JSON."""
-    text = (_get(csv, "metadata.annotations") or {}).get(CSV_PROPERTIES_ANNOTATION)
+    text = (dig(csv, "metadata.annotations") or {}).get(CSV_PROPERTIES_ANNOTATION)
     if not isinstance(text, str) or not text:
         return []
     try:
@@ -390,7 +390,8 @@ def _raw_member(text: str, key: str) -> str | None:
     return found
 
 
-def _get(document: Any, dotted: str) -> Any:
+def dig(document: Any, dotted: str) -> Any:
+    """The value at a dotted path of mappings, or None where one is missing or not a mapping."""
     node: Any = document
     for key in dotted.split("."):
         if not isinstance(node, dict):

@@ -30,6 +30,7 @@ from olmtool.catalog import opm_bundle
 from olmtool.catalog import properties as props
 from olmtool.catalog.choices import BundlePayload
 from olmtool.catalog.load import load_catalog_strict, load_texts
+from olmtool.catalog.opm_bundle import dig
 from olmtool.errors import InputError, display_path
 
 CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
@@ -196,7 +197,7 @@ def render_bundle(
             f"not a valid bundle: metadata/annotations.yaml has no {fmt.PACKAGE}", path=where
         )
     document = csv.document
-    version = str(_get(document, "spec.version") or "")
+    version = str(dig(document, "spec.version") or "")
     if not version:
         raise InputError(
             "the ClusterServiceVersion has no spec.version", path=files.display(csv.file)
@@ -227,27 +228,18 @@ def render_bundle(
         replaces=str(spec.get("replaces") or ""),
         skips=tuple(str(s) for s in spec.get("skips") or []),
         skip_range=str(
-            (_get(document, "metadata.annotations") or {}).get(SKIP_RANGE_ANNOTATION) or ""
+            (dig(document, "metadata.annotations") or {}).get(SKIP_RANGE_ANNOTATION) or ""
         ),
         description=str(spec.get("description") or ""),
         icon=icon,
     )
 
 
-def _get(document: dict[str, Any], dotted: str) -> Any:
-    node: Any = document
-    for key in dotted.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
-
-
 def csv_metadata(csv: dict[str, Any]) -> dict[str, Any]:
     """The olm.csv.metadata value: the CSV fields OLM v1 and consoles show."""
     value: dict[str, Any] = {}
     for key, dotted in _CSV_METADATA_FIELDS:
-        found = _get(csv, dotted)
+        found = dig(csv, dotted)
         if found not in (None, "", [], {}):
             value[key] = found
     return value
