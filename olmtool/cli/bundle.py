@@ -83,7 +83,7 @@ def validate(
     k8s_version: str | None = typer.Option(
         None,
         "--k8s-version",
-        help="Kubernetes version to check removed APIs against (default: spec.minKubeVersion, as upstream).",
+        help="Kubernetes version to check removed APIs against (default: the newest olmtool knows, 1.32; a newer spec.minKubeVersion wins).",
     ),
     list_checks: bool = typer.Option(
         False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."

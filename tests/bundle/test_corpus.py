@@ -1519,6 +1519,7 @@ CASES: list[Case] = [
         at="apiVersion: apiextensions.k8s.io/v1beta1",
     ),
     Case(
+        # no --k8s-version: the newest Kubernetes olmtool knows is the target
         "deprecated-apis/removed-api/crd-v1beta1",
         replace(
             CRD,
@@ -1526,23 +1527,20 @@ CASES: list[Case] = [
             "apiVersion: apiextensions.k8s.io/v1beta1\n",
         ),
         "deprecated-apis/removed-api",
-        "warning",
+        "error",
         file=CRD,
         at="apiVersion: apiextensions.k8s.io/v1beta1",
     ),
     Case(
-        # no --k8s-version: the CSV's own minKubeVersion is past the removal
-        "deprecated-apis/removed-api/crd-v1beta1-min-kube-version",
-        chain(
-            replace(
-                CRD,
-                "apiVersion: apiextensions.k8s.io/v1\n",
-                "apiVersion: apiextensions.k8s.io/v1beta1\n",
-            ),
-            replace(CSV, "  minKubeVersion: 1.20.0\n", "  minKubeVersion: 1.22.0\n"),
+        "deprecated-apis/removed-api/crd-v1beta1-k8s-1.20",
+        replace(
+            CRD,
+            "apiVersion: apiextensions.k8s.io/v1\n",
+            "apiVersion: apiextensions.k8s.io/v1beta1\n",
         ),
         "deprecated-apis/removed-api",
-        "error",
+        "warning",
+        k8s_version="1.20",
         file=CRD,
         at="apiVersion: apiextensions.k8s.io/v1beta1",
     ),
@@ -1575,12 +1573,13 @@ CASES: list[Case] = [
         at="apiVersion: rbac.authorization.k8s.io/v1beta1",
     ),
     Case(
-        "deprecated-apis/removed-api/rbac-v1beta1",
+        "deprecated-apis/removed-api/rbac-v1beta1-k8s-1.21",
         write(
             "manifests/etcd-operator-reader_rbac.yaml", role("rbac.authorization.k8s.io/v1beta1")
         ),
         "deprecated-apis/removed-api",
         "warning",
+        k8s_version="1.21",
         file="manifests/etcd-operator-reader_rbac.yaml",
         at="apiVersion: rbac.authorization.k8s.io/v1beta1",
     ),
@@ -1802,7 +1801,7 @@ def test_comma_separated_suites(bundle_dir: Path):
     for case_id in (
         "operatorhub/capabilities",
         "good-practices/csv-name",
-        "deprecated-apis/removed-api/rbac-v1beta1",
+        "deprecated-apis/removed-api/rbac-v1beta1-k8s-1.21",
     ):
         _case(case_id).mutate(bundle_dir)
     report = validate_bundle(load_bundle(bundle_dir), suites=suites)

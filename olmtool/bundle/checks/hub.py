@@ -64,7 +64,13 @@ REMOVED_APIS: dict[tuple[str, str], str] = {
     ("storage.k8s.io/v1beta1", "CSIStorageCapacity"): "1.27",
     **{("flowcontrol.apiserver.k8s.io/v1beta2", k): "1.29"
        for k in ("FlowSchema", "PriorityLevelConfiguration")},
+    **{("flowcontrol.apiserver.k8s.io/v1beta3", k): "1.32"
+       for k in ("FlowSchema", "PriorityLevelConfiguration")},
 }  # fmt: skip
+
+# The newest Kubernetes release whose API removals REMOVED_APIS lists: the target when no
+# --k8s-version is given, since a published bundle meets today's clusters.
+NEWEST_KUBERNETES = semver.Version(1, 32, 0)
 
 
 # -- operatorhub -------------------------------------------------------------------------
@@ -329,11 +335,12 @@ def _crd_write_rules(csv: Object) -> Iterator[Finding]:
 
 @register("deprecated-apis")
 def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
-    """As upstream: an error when --k8s-version or spec.minKubeVersion is at or past the
-    removal, a warning otherwise."""
+    """As upstream at the target Kubernetes version: an error when --k8s-version (default
+    :data:`NEWEST_KUBERNETES`) or spec.minKubeVersion is at or past the removal, a warning
+    otherwise."""
     min_kube = _min_kube_version(bundle.csv)
-    targets = [v for v in (context.k8s_version, min_kube) if v is not None]
-    target = max(targets) if targets else None
+    targets = [v for v in (context.k8s_version or NEWEST_KUBERNETES, min_kube) if v is not None]
+    target = max(targets)
     for obj in bundle.manifest_objects:
         removed = REMOVED_APIS.get((obj.api_version, obj.kind))
         if removed is None:
@@ -345,12 +352,8 @@ def removed_apis(bundle: Bundle, context: Context) -> Iterator[Finding]:
             message = (
                 f"{what} no longer serves (target: Kubernetes {target}); use a served API version"
             )
-        elif target:
-            message = f"{what} removes; it installs on the target Kubernetes {target} but not on {removed} or later"
         else:
-            message = (
-                f"{what} removes; no target version set (--k8s-version or spec.minKubeVersion)"
-            )
+            message = f"{what} removes; it installs on the target Kubernetes {target} but not on {removed} or later"
         yield obj.finding(
             "deprecated-apis/removed-api", "error" if fatal else "warning", message, "apiVersion"
         )
