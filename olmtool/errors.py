@@ -100,5 +100,5 @@ def display_path(path: str | Path) -> str:
     """``path`` relative to the working directory when it is inside it, else as given."""
     try:
         return str(Path(path).resolve().relative_to(Path.cwd()))
-    except (ValueError, OSError):
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (< 3.13)
         return str(path)
