@@ -75,14 +75,17 @@ def read_regular(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_
         fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
             raise InputError(f"{kind}, not a regular file", path=path)
         if info.st_size > limit:
             raise InputError(f"{info.st_size} bytes, more than the {limit} allowed", path=path)
-        data = handle.read(limit + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
     if len(data) > limit:  # grew while being read
         raise InputError(f"more than the {limit} bytes allowed", path=path)
     return data
