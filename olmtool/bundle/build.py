@@ -21,7 +21,7 @@ from olmtool.bundle.examples import example_problems
 from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.bundle.settings import BundleSettings
 from olmtool.errors import InputError
-from olmtool.fsutil import TreeDiff, diff_tree, write_tree
+from olmtool.fsutil import TreeDiff, diff_tree, remove_stale, write_tree
 
 ICON_MEDIATYPES = {
     ".svg": "image/svg+xml",
@@ -120,6 +120,8 @@ def write_bundle(bundle: BuiltBundle, *, check: bool = False) -> TreeDiff:
     difference = diff_tree(bundle.directory, bundle.files)
     if not check and difference.changed:
         write_tree(bundle.directory, bundle.files)
+    elif not check:
+        remove_stale(bundle.directory)  # what a killed run left beside it
     return difference
 
 

@@ -74,6 +74,12 @@ def catalog_files(root: Path) -> list[Path]:
 
 
 def _ignored(path: Path, ignores: list[tuple[Path, pathspec.PathSpec]], *, directory: bool) -> bool:
+    """Excluded by an .indexignore, or olmtool's own staging entry (``fsutil.is_staging``:
+    what a write killed in between leaves; opm would read it, olmtool never does)."""
+    from olmtool.fsutil import is_staging
+
+    if is_staging(path.name):
+        return True
     for base, spec in ignores:
         relative = path.relative_to(base).as_posix() + ("/" if directory else "")
         if spec.match_file(relative):

@@ -27,7 +27,7 @@ from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, Packag
 from olmtool.catalog.validate import validate_config
 from olmtool.catalog.write import CatalogFormat, write_package
 from olmtool.errors import ArgumentError, InputError, display_path
-from olmtool.fsutil import TreeDiff, write_atomic
+from olmtool.fsutil import TreeDiff, is_staging, remove_stale, write_atomic
 from olmtool.images import Image, build_image
 
 CONFIGS_DIR = "/configs"
@@ -75,7 +75,8 @@ def _expand(pattern: str, base: Path) -> list[str]:
     if names_registry(pattern) and not (base / pattern).exists():
         return [pattern]
     matches = sorted(glob.glob(str(base / pattern)))
-    return [m for m in matches if Path(m).is_dir()]
+    # a hidden pattern could match what a killed ``bundle build`` left: never a bundle
+    return [m for m in matches if Path(m).is_dir() and not is_staging(Path(m).name)]
 
 
 # --- channels from the bundles' own upgrade fields ------------------------------------------
@@ -327,12 +328,18 @@ def publish(settings: CatalogSettings, base: Path, *, check: bool = False) -> Pu
         result.warnings += check_package(config, name)
     for name, config in assembled.items():
         result.packages[name] = write_package(config, root, name, fmt, check=check)
+    # The Dockerfile depends on the settings only (the root's name, the base image), never
+    # on the catalog's contents, and is written after the packages: a run killed in
+    # between leaves a complete catalog and a Dockerfile naming an existing root, which
+    # ``--check`` reports stale until the next publish rewrites it.
     result.dockerfile = base / (settings.dockerfile or f"{settings.output.rstrip('/')}.Dockerfile")
     text = dockerfile(Path(settings.output).name, settings.base_image)
     current = result.dockerfile.read_text(encoding="utf-8") if result.dockerfile.is_file() else None
     result.dockerfile_stale = current != text
     if result.dockerfile_stale and not check:
         write_atomic(result.dockerfile, text)
+    elif not check:
+        remove_stale(result.dockerfile)
     return result
 
 

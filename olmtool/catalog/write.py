@@ -16,7 +16,7 @@ import yaml
 from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.choices import CatalogFormat
-from olmtool.fsutil import TreeDiff, diff_tree, write_tree
+from olmtool.fsutil import TreeDiff, diff_tree, remove_stale, write_tree
 
 GLOBAL_DIR = "__global"
 
@@ -85,10 +85,18 @@ def write_package(
     check: bool = False,
 ) -> TreeDiff:
     """Make ``root/<package>/`` hold exactly the package's blobs (atomically); or, with
-    ``check``, only report how it differs."""
+    ``check``, only report how it differs.
+
+    The new tree is staged beside the catalog root, not in it: opm (and an image build
+    that copies the root) reads every file below the root, so a run killed mid-write must
+    not leave anything there (``fsutil.write_tree``; the next write removes leftovers).
+    """
     directory = root / package
     files = {f"catalog.{fmt.value}": render_config(config.for_package(package), fmt)}
     difference = diff_tree(directory, files)
+    staging_dir = root.absolute().parent
     if difference.stale and not check:
-        write_tree(directory, files)
+        write_tree(directory, files, staging_dir=staging_dir)
+    elif not check:
+        remove_stale(directory, staging_dir=staging_dir)
     return difference

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import fsutil, yamlio
 from olmtool.bundle import build_bundle, write_bundle
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
@@ -250,16 +250,16 @@ def test_a_failed_write_leaves_the_old_bundle_intact(
     write_bundle(bundle)
     before = read_tree(bundle.directory)
     calls = {"n": 0}
-    original = Path.write_text
+    original = fsutil._write_file
 
-    def flaky(self: Path, *args, **kwargs):
+    def flaky(path: Path, text: str) -> None:
         calls["n"] += 1
         if calls["n"] == 3:
             raise OSError("disk full")
-        return original(self, *args, **kwargs)
+        original(path, text)
 
     changed = bundle.__class__(bundle.directory, {**bundle.files, "metadata/new.yaml": "x\n"})
-    monkeypatch.setattr(Path, "write_text", flaky)
+    monkeypatch.setattr(fsutil, "_write_file", flaky)
     with pytest.raises(OSError, match="disk full"):
         write_bundle(changed)
     monkeypatch.undo()

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from olmtool.actions import ImageTarget, catalog_add, catalog_publish
-from olmtool.catalog.load import load_catalog_strict
+from olmtool.catalog.load import load_catalog, load_catalog_strict
 from olmtool.catalog.publish import catalog_image, dockerfile
 from olmtool.catalog.render import CATALOG_LABEL
 from olmtool.cli.output import error_line
@@ -64,6 +66,36 @@ def test_publish_matches_the_committed_catalog_and_is_idempotent(tmp_path: Path)
     assert not again.publish.stale and not again.publish.dockerfile_stale
     assert list(again.publish.packages) == ["etcd-operator"]
     assert not again.publish.packages["etcd-operator"].stale
+
+
+def test_publish_never_reads_and_then_removes_what_killed_runs_left(tmp_path: Path) -> None:
+    """A killed ``bundle build``/``catalog publish`` leaves staging-named trees: a copy of
+    a bundle beside the bundles, of the package in the catalog (where the fallback
+    stages) and beside it; neither publish nor the loader reads them, and publishing
+    removes the catalog's (even when nothing changed)."""
+    project = _project(tmp_path, bundles='"bundles/*", "bundles/.*"')
+    _publish(project)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    leftovers = [
+        project / f"bundles/.olmtool-staging-0.3.0-{gone}-0a0b",
+        project / f"catalog/.olmtool-staging-etcd-operator-{gone}-0c0d",
+        project / f".olmtool-staging-etcd-operator-{gone}-0e0f",
+    ]
+    shutil.copytree(project / "bundles/0.3.0", leftovers[0])
+    shutil.copytree(project / "catalog/etcd-operator", leftovers[1])
+    shutil.copytree(project / "catalog/etcd-operator", leftovers[2])
+    loaded = load_catalog(project / "catalog")
+    assert not loaded.errors and len(loaded.config.packages) == 1  # no "duplicate package"
+    assert not _publish(project, check=True).failed  # the bundle leftover is no 4th bundle
+    assert all(p.exists() for p in leftovers)  # --check never writes
+    result = _publish(project)
+    assert not result.publish.stale
+    assert [p.exists() for p in leftovers] == [True, False, False]  # bundles: `bundle build`'s
 
 
 def test_check_reports_drift_with_a_diff(tmp_path: Path) -> None:

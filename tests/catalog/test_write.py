@@ -424,10 +424,32 @@ def test_write_package_failure_while_swapping_keeps_the_old_directory(
     write_package(config, tmp_path, "a-op")
     before = (tmp_path / "a-op" / "catalog.json").read_text()
     config.packages[1].default_channel = "alpha"
+    # where the filesystem cannot exchange two names: the old tree aside, the new one in
+    monkeypatch.setattr(fsutil, "exchange", lambda a, b: False)
     monkeypatch.setattr(fsutil, "os", failing_os("replace", after=1))
     with pytest.raises(OSError, match="injected"):
         write_package(config, tmp_path, "a-op")
     assert (tmp_path / "a-op" / "catalog.json").read_text() == before
+    assert not [p for p in tmp_path.parent.iterdir() if fsutil.is_staging(p.name)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-op"]
+
+
+def test_write_package_failure_of_the_exchange_keeps_the_old_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = shuffled_config()
+    write_package(config, tmp_path, "a-op")
+    before = (tmp_path / "a-op" / "catalog.json").read_text()
+    config.packages[1].default_channel = "alpha"
+
+    def broken(a: Path, b: Path) -> bool:
+        raise OSError("injected failure in renameat2")
+
+    monkeypatch.setattr(fsutil, "exchange", broken)
+    with pytest.raises(OSError, match="injected"):
+        write_package(config, tmp_path, "a-op")
+    assert (tmp_path / "a-op" / "catalog.json").read_text() == before
+    assert not [p for p in tmp_path.parent.iterdir() if fsutil.is_staging(p.name)]
 
 
 def test_yaml_quotes_strings_that_yaml_v2_would_read_otherwise() -> None:
