@@ -13,9 +13,10 @@ True
 
 from __future__ import annotations
 
+import bisect
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import semver
@@ -75,6 +76,61 @@ def precedence_key(version: semver.Version) -> tuple[object, ...]:
         for part in version.prerelease.split(".")
     )
     return (version.major, version.minor, version.patch, 0, parts)
+
+
+class VersionIndex:
+    """Versions sorted by precedence, so that the ones a range contains are found by
+    bisection instead of by testing every version: each alternative of a range narrows to
+    the slice its ``>``/``>=``/``<``/``<=``/``=`` bounds allow, and only that slice is
+    tested (``!=`` narrows nothing). The answers are exactly :meth:`Range.contains`'s.
+
+    >>> index = VersionIndex([parse_version("1.0.0"), None, parse_version("0.9.0")])
+    >>> index.matching(parse_range(">=0.9.0 <1.0.0"))
+    [2]
+    """
+
+    def __init__(self, versions: Iterable[semver.Version | None]) -> None:
+        keyed = sorted((precedence_key(v), i) for i, v in enumerate(versions) if v is not None)
+        self._keys = [key for key, _ in keyed]
+        self._positions = [position for _, position in keyed]
+
+    def matching(self, version_range: Range) -> list[int]:
+        """Positions (in the order the versions were given) that ``version_range``
+        contains, ascending; None versions never match."""
+        found: set[int] = set()
+        for alternative, lo, hi in self._slices(version_range):
+            for i in range(lo, hi):
+                key = self._keys[i]
+                if all(_OPERATORS[op](key, bound) for op, bound in alternative):
+                    found.add(self._positions[i])
+        return sorted(found)
+
+    def any_match(self, version_range: Range) -> bool:
+        """Whether ``version_range`` contains any of the versions."""
+        for alternative, lo, hi in self._slices(version_range):
+            for i in range(lo, hi):
+                key = self._keys[i]
+                if all(_OPERATORS[op](key, bound) for op, bound in alternative):
+                    return True
+        return False
+
+    def _slices(
+        self, version_range: Range
+    ) -> Iterator[tuple[tuple[tuple[str, tuple[object, ...]], ...], int, int]]:
+        keys = self._keys
+        for alternative in version_range._key_alternatives:
+            lo, hi = 0, len(keys)
+            for op, bound in alternative:
+                if op in (">=", "="):
+                    lo = max(lo, bisect.bisect_left(keys, bound))
+                elif op == ">":
+                    lo = max(lo, bisect.bisect_right(keys, bound))
+                if op == "<":
+                    hi = min(hi, bisect.bisect_left(keys, bound))
+                elif op in ("<=", "="):
+                    hi = min(hi, bisect.bisect_right(keys, bound))
+            if lo < hi:
+                yield alternative, lo, hi
 
 
 def parse_range(text: str) -> Range:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from olmtool.catalog.model import (
 )
 from olmtool.errors import InputError
 from olmtool.findings import Findings
-from olmtool.versions import parse_range
+from olmtool.versions import VersionIndex, parse_range
 
 __all__ = [
     "CHECKS",
@@ -128,6 +129,11 @@ class _PackageChecks:
         for channel in package.channels.values():
             if channel.entries:
                 _ChannelChecks(self, channel).run()
+
+    @functools.cached_property
+    def version_index(self) -> VersionIndex:
+        """The package's bundle versions, indexed once for every skipRange check."""
+        return VersionIndex(self.package.versions().values())
 
     @property
     def origin(self) -> dc.Origin:
@@ -230,8 +236,7 @@ class _ChannelChecks:
         except ValueError as exc:
             self.add("skip-range", f"entry {entry.name!r}: invalid skipRange: {exc}")
             return
-        versions = self.package.package.versions().values()
-        if not any(skip_range.contains(v) for v in versions):
+        if not self.package.version_index.any_match(skip_range):
             self.add(
                 "skip-range-unmatched",
                 f"entry {entry.name!r}: skipRange {entry.skip_range!r} matches no bundle of the package",

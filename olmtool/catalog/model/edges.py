@@ -16,7 +16,7 @@ from typing import Literal, Protocol
 import semver
 
 from olmtool.catalog import declcfg as dc
-from olmtool.versions import parse_range, parse_version
+from olmtool.versions import VersionIndex, parse_range, parse_version
 
 
 class EntryLike(Protocol):
@@ -63,7 +63,7 @@ def channel_head(channel: ChannelLike) -> str:
 EdgeKind = Literal["replace", "skip", "skipRange"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """One upgrade edge of a channel, from the older bundle to the entry that upgrades it.
 
@@ -107,9 +107,17 @@ def upgrade_edges(
 
 
 def entry_edges(entries: Iterable[EntryLike], versions: Mapping[str, semver.Version]) -> list[Edge]:
-    """:func:`upgrade_edges` of a channel's ``entries``, given the versions of its bundles."""
+    """:func:`upgrade_edges` of a channel's ``entries``, given the versions of its bundles.
+
+    Near linear: the entries' versions are indexed once (:class:`VersionIndex`) and each
+    distinct skipRange is parsed and matched once, by bisection, however many entries
+    share it; the cost is the entries plus the edges found, not entries x entries.
+    """
     entries = list(entries)
-    entry_versions = [(e.name, versions.get(e.name)) for e in entries]
+    index = VersionIndex(versions.get(e.name) for e in entries)
+    matched: dict[
+        str, list[int] | None
+    ] = {}  # skipRange text -> positions of the entries it contains
     edges: list[Edge] = []
     seen: set[tuple[str, str, str]] = set()
 
@@ -125,14 +133,16 @@ def entry_edges(entries: Iterable[EntryLike], versions: Mapping[str, semver.Vers
         for skipped in entry.skips:
             if skipped:
                 add(Edge(skipped, entry.name, "skip"))
-        if entry.skip_range:
+        text = entry.skip_range
+        if not text:
+            continue
+        if text not in matched:
             try:
-                skip_range = parse_range(entry.skip_range)
+                matched[text] = index.matching(parse_range(text))
             except ValueError:
-                continue
-            for name, version in entry_versions:
-                if version is not None and skip_range.contains(version):
-                    add(Edge(name, entry.name, "skipRange", entry.skip_range))
+                matched[text] = None
+        for position in matched[text] or ():
+            add(Edge(entries[position].name, entry.name, "skipRange", text))
     return edges
 
 
