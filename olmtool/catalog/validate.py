@@ -277,11 +277,12 @@ class _ChannelChecks:
 
 def _replaces_chain(by_name: dict[str, Entry], head: str) -> tuple[set[str], list[str]]:
     """Names on the replaces walk from ``head`` and, if it loops, the loop."""
-    path: list[str] = []
+    path: dict[str, int] = {}  # name -> its place on the walk (a set that keeps order)
     name: str | None = head
     while name and name in by_name:
         if name in path:
-            return set(path), [*path[path.index(name) :], name]
-        path.append(name)
+            walk = list(path)
+            return set(walk), [*walk[path[name] :], name]
+        path[name] = len(path)
         name = by_name[name].replaces
     return set(path), []

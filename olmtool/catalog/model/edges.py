@@ -114,10 +114,11 @@ def entry_edges(entries: Iterable[EntryLike], versions: Mapping[str, semver.Vers
     share it; the cost is the entries plus the edges found, not entries x entries.
     """
     entries = list(entries)
-    index = VersionIndex(versions.get(e.name) for e in entries)
-    matched: dict[
-        str, list[int] | None
-    ] = {}  # skipRange text -> positions of the entries it contains
+    names = [e.name for e in entries]
+    unique = len(set(names)) == len(names)
+    index = VersionIndex(versions.get(name) for name in names)
+    # skipRange text -> positions of the entries it contains (None: it does not parse)
+    matched: dict[str, list[int] | None] = {}
     edges: list[Edge] = []
     seen: set[tuple[str, str, str]] = set()
 
@@ -141,8 +142,13 @@ def entry_edges(entries: Iterable[EntryLike], versions: Mapping[str, semver.Vers
                 matched[text] = index.matching(parse_range(text))
             except ValueError:
                 matched[text] = None
-        for position in matched[text] or ():
-            add(Edge(entries[position].name, entry.name, "skipRange", text))
+        positions = matched[text] or ()
+        if unique:  # no two skipRange edges can be the same: only a self edge to leave out
+            to = entry.name
+            edges.extend(Edge(names[p], to, "skipRange", text) for p in positions if names[p] != to)
+        else:
+            for position in positions:
+                add(Edge(names[position], entry.name, "skipRange", text))
     return edges
 
 
