@@ -10,6 +10,7 @@ that prevents resolution. Preferences follow that order: the first entry wins.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ import semver
 
 from olmtool.catalog.model import Bundle, Channel, Entry, Package
 from olmtool.olm.resolver.types import CatalogSource
-from olmtool.versions import parse_range
+from olmtool.versions import Range, parse_range
 
 
 class ChannelOrderError(Exception):
@@ -167,10 +168,18 @@ def skip_range_contains(text: str, version: semver.Version) -> bool:
     """Whether a skipRange contains ``version``; an empty or unparsable range contains none."""
     if not text:
         return False
+    parsed = _parsed_range(text)
+    return parsed is not None and parsed.contains(version)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_range(text: str) -> Range | None:
+    """Each skipRange parsed once (a channel walk asks about the same ranges again and
+    again); ranges are immutable, so sharing them is safe."""
     try:
-        return parse_range(text).contains(version)
+        return parse_range(text)
     except ValueError:
-        return False
+        return None
 
 
 def next_in_channel(

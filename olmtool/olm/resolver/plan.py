@@ -42,7 +42,7 @@ from olmtool.olm.resolver.channels import (
     sort_channel,
 )
 from olmtool.olm.resolver.types import CatalogSource
-from olmtool.versions import parse_version
+from olmtool.versions import VersionIndex, parse_range, parse_version
 
 PathStatus = Literal["at-head", "reaches-head", "stranded", "cycle", "unresolvable"]
 Severity = Literal["error", "warning"]
@@ -239,12 +239,17 @@ def _skip_range_problems(
     entries: list[Candidate], versions: dict[str, semver.Version | None]
 ) -> list[PlanProblem]:
     problems: list[PlanProblem] = []
+    known = [(n, v) for n, v in versions.items() if v is not None]
+    index = VersionIndex(v for _, v in known)  # each range matched by bisection, not per version
     for c in entries:
         own = versions.get(c.entry.name)
         if not c.entry.skip_range or own is None:
             continue
-        others = [(n, v) for n, v in versions.items() if v is not None and n != c.entry.name]
-        inside = [(n, v) for n, v in others if skip_range_contains(c.entry.skip_range, v)]
+        try:
+            positions = index.matching(parse_range(c.entry.skip_range))
+        except ValueError:
+            positions = []
+        inside = [known[p] for p in positions if known[p][0] != c.entry.name]
         newer = sorted(n for n, v in inside if v > own)
         older = [n for n, v in inside if v < own]
         where = f'skipRange "{c.entry.skip_range}" of {c.entry.name}'
