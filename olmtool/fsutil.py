@@ -77,7 +77,9 @@ def write_tree(directory: Path, files: dict[str, str], *, staging_dir: Path | No
     staging = _staging_path(where, directory.name)
     try:
         os.mkdir(staging, 0o700)
-        for name, text in files.items():
+        for index, (name, text) in enumerate(files.items()):
+            if index == len(files) // 2:
+                _pause("staging", directory)  # half written
             path = staging / name
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_file(path, text)
@@ -165,12 +167,14 @@ def _stale(entry: os.DirEntry[str]) -> bool:
 def _legacy(entry: os.DirEntry[str], name: str) -> bool:
     """What olmtool before the staging names left beside ``name`` when killed."""
     prefix = f".{name}."
-    if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+    if not entry.name.startswith(prefix):
         return False
     rest = entry.name[len(prefix) :]
+    if not entry.is_dir(follow_symlinks=False) and not rest.endswith(".tmp"):
+        return False
     if rest.startswith("old-") and rest[4:].isdigit():
         return not _alive(int(rest[4:]))
-    if re.fullmatch(r"[a-z0-9_]{8}", rest):  # tempfile.mkdtemp's staging tree
+    if re.fullmatch(r"[a-z0-9_]{8}(\.tmp)?", rest):  # mkdtemp's staging tree, mkstemp's file
         try:
             age = time.time() - entry.stat(follow_symlinks=False).st_mtime
         except OSError:

@@ -65,7 +65,7 @@ def test_write_tree_stages_in_staging_dir_and_never_misses_the_target(
 
     monkeypatch.setattr(fsutil, "_pause", pause)
     write_tree(target, {"catalog.json": "[]\n"}, staging_dir=outside)
-    assert [s[0] for s in seen] == ["staged", "swapped"]
+    assert [s[0] for s in seen] == ["staging", "staged", "swapped"]
     for _step, in_root, beside, present in seen:
         assert in_root == [] and len(beside) == 1 and present
     assert read_tree(target) == {"catalog.json": "[]\n"}
@@ -85,7 +85,7 @@ def test_write_tree_falls_back_to_two_renames(
     steps: list[str] = []
     monkeypatch.setattr(fsutil, "_pause", lambda step, path: steps.append(step))
     write_tree(target, {"x": "2\n"})
-    assert steps == ["staged", "retired", "swapped"]
+    assert steps == ["staging", "staged", "retired", "swapped"]
     assert read_tree(target) == {"x": "2\n"}
     assert sorted(os.listdir(tmp_path)) == ["pkg"]
 
@@ -132,6 +132,7 @@ def test_stale_leftovers_are_removed_live_ones_kept(tmp_path: Path) -> None:
         f".pkg.old-{gone}": "dir",  # what older olmtool versions left
         f".pkg.old-{parent}": "dir",
         ".pkg.abcd1234": "dir",  # an old mkdtemp staging tree: removed once old
+        ".pkg.zz99zz99.tmp": "file",  # an old mkstemp file (write_atomic)
         ".pkg.keep": "dir",
         "pkg": "dir",
     }
@@ -152,7 +153,11 @@ def test_stale_leftovers_are_removed_live_ones_kept(tmp_path: Path) -> None:
     )
     old = time.time() - fsutil.STALE_AFTER - 60
     os.utime(tmp_path / ".pkg.abcd1234", (old, old))
-    assert [p.name for p in remove_stale(tmp_path / "pkg")] == [".pkg.abcd1234"]
+    os.utime(tmp_path / ".pkg.zz99zz99.tmp", (old, old))
+    assert sorted(p.name for p in remove_stale(tmp_path / "pkg")) == [
+        ".pkg.abcd1234",
+        ".pkg.zz99zz99.tmp",
+    ]
     assert sorted(os.listdir(tmp_path)) == sorted(
         [f".olmtool-staging-pkg-{parent}-feedf00d", f".pkg.old-{parent}", ".pkg.keep", "pkg"]
     )
