@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets demo generate lock images proto bench bench-bundle bench-cluster bench-etcd bench-upgrade lint format test test-unit test-e2e clean
+.PHONY: help install tools assets demo generate lock images proto bench bench-edges bench-bundle bench-cluster bench-etcd bench-upgrade lint format test test-unit test-e2e clean
 
 help:
 	@echo "make demo       install, then generate and check the etcd operator's CRDs"
@@ -19,6 +19,7 @@ help:
 	@echo "make assets     find or build kube-apiserver/etcd (cached in ~/.cache/olmtool)"
 	@echo "make tools      apt-get the OCI registry, skopeo, etcd and promtool the tests use"
 	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
+	@echo "make bench-edges    upgrade edges of 2,000/10,000-entry channels with skips/skipRange"
 	@echo "make bench-bundle   render/validate 1-5 MB bundles (ratio to ../shared/peers/opm if present)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
 	@echo "make bench-etcd     etcd operator: create, scale, recovery and upgrade times"
@@ -72,6 +73,9 @@ images: install
 
 bench: install
 	$(BIN)/python benchmarks/catalog_bench.py
+
+bench-edges: install
+	$(BIN)/python benchmarks/bench_upgrade_edges.py
 
 bench-bundle: install
 	$(BIN)/python benchmarks/bench_bundle_render.py
