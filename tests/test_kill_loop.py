@@ -37,6 +37,7 @@ PAUSE = 0.1  # seconds per step of a write
 KILLS = 22  # per command
 SEED = 15
 RUN_TIMEOUT = 60.0
+pytestmark = pytest.mark.slow  # ~30 s on an idle 2-core machine; make test-unit runs it
 # fsutil's paused steps in one run: the tree half written, staged, swapped in (the old
 # tree not yet removed); publish then writes the Dockerfile (written: not yet renamed)
 STEPS = {
