@@ -83,7 +83,8 @@ def write_tree(directory: Path, files: dict[str, str], *, staging_dir: Path | No
             path = staging / name
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_file(path, text)
-        for sub in sorted({p.parent for p in (staging / n for n in files)} - {staging}):
+        subdirectories = {d for n in files for d in (staging / n).parents if d != staging}
+        for sub in sorted(d for d in subdirectories if d.is_relative_to(staging)):
             _fsync_directory(sub)
         os.chmod(staging, 0o755)
         _fsync_directory(staging)
@@ -135,12 +136,11 @@ def _staging_path(where: Path, name: str) -> Path:
 
 
 def _staging_place(parent: Path, staging_dir: Path | None) -> Path:
-    """``staging_dir`` if it exists (or can be made) on ``parent``'s filesystem, else ``parent``:
-    a rename cannot cross filesystems."""
+    """``staging_dir`` if it is a writable directory on ``parent``'s filesystem, else
+    ``parent``: a rename cannot cross filesystems."""
     if staging_dir is None:
         return parent
     try:
-        staging_dir.mkdir(parents=True, exist_ok=True)
         same = os.stat(staging_dir).st_dev == os.stat(parent).st_dev
     except OSError:
         return parent

@@ -104,7 +104,9 @@ def test_exchange_reports_other_errors(tmp_path: Path, monkeypatch: pytest.Monke
 
 def test_staging_dir_on_another_filesystem_or_unwritable_is_not_used(tmp_path: Path) -> None:
     assert fsutil._staging_place(tmp_path, None) == tmp_path
+    (tmp_path / "elsewhere").mkdir()
     assert fsutil._staging_place(tmp_path, tmp_path / "elsewhere") == tmp_path / "elsewhere"
+    assert fsutil._staging_place(tmp_path, tmp_path / "missing") == tmp_path
     if Path("/proc").is_dir():
         assert fsutil._staging_place(tmp_path, Path("/proc/self")) == tmp_path
 
