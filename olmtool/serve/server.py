@@ -90,7 +90,7 @@ def start_server(
     try:
         _start_grpc(running, host, grpc_port, log, limits)
         if http_port is not None:
-            running._http = _start_http(index, name, host, http_port, log)
+            running._http = _start_http(index, name, host, http_port, log, limits)
             running.http_url = running._http.url
             running.catalog_url = running._http.catalog_url
     except BaseException:
@@ -144,9 +144,10 @@ def _start_http(
     host: str,
     port: int,
     log: RequestLog | None,
+    limits: ServerLimits | None,
 ) -> CatalogdServer:
     try:
-        server = CatalogdServer(index, name, host=host, port=port, log=log)
+        server = CatalogdServer(index, name, host=host, port=port, log=log, limits=limits)
     except OSError as exc:
         raise OlmtoolError(f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc}") from None
     server.start()
