@@ -29,6 +29,7 @@ lazy_package(
             "NotFoundError",
             "build_index",
         ),
+        "olmtool.serve.limits": ("ServerLimits",),
         "olmtool.serve.server": (
             "RunningServer",
             "start_server",
@@ -41,6 +42,7 @@ __all__ = [
     "InvalidCatalogError",
     "NotFoundError",
     "RunningServer",
+    "ServerLimits",
     "build_index",
     "start_server",
 ]

@@ -16,6 +16,7 @@ import binascii
 import functools
 import inspect
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -38,6 +39,7 @@ from olmtool.serve.index import (
     EntryRef,
     NotFoundError,
 )
+from olmtool.serve.limits import ServerLimits, bounded
 from olmtool.serve.proto import registry_pb2 as pb
 from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
@@ -77,7 +79,8 @@ def _rpc(method: Callable[..., Any]) -> Callable[..., Any]:
     """
 
     def abort(context: grpc.ServicerContext, exc: Exception) -> None:
-        context.abort(next(c for k, c in _STATUS.items() if isinstance(exc, k)), str(exc))
+        code = next(c for k, c in _STATUS.items() if isinstance(exc, k))
+        context.abort(code, bounded(str(exc)))  # the status travels as a size-limited trailer
 
     if inspect.isgeneratorfunction(method):
 
@@ -382,7 +385,11 @@ _GO_ESCAPES = (
 
 
 class RequestLogInterceptor(grpc.ServerInterceptor):
-    """One log line per call: method, status, milliseconds (and messages streamed)."""
+    """One log line per call: method, status, milliseconds (and messages streamed).
+
+    A call the client cancels (or whose deadline passes) is logged as CANCELLED (or
+    DEADLINE_EXCEEDED) as soon as gRPC sees it end, even while its handler still runs.
+    """
 
     def __init__(self, log: RequestLog) -> None:
         self.log = log
@@ -401,48 +408,103 @@ class RequestLogInterceptor(grpc.ServerInterceptor):
 
     def _wrap(self, method: str, behavior: Callable[..., Any], *, streaming: bool) -> Any:
         @contextmanager
-        def logged(context: grpc.ServicerContext, sent: list[int] | None) -> Iterator[None]:
-            """Log the call when it ends; an exception nobody mapped is UNKNOWN."""
-            started = time.perf_counter()
+        def logged(call: _LoggedCall) -> Iterator[None]:
+            """Log the call when its handler ends; an exception nobody mapped is UNKNOWN."""
             try:
                 yield
             except Exception:
-                if context.code() is None:
-                    context.set_code(grpc.StatusCode.UNKNOWN)
+                if call.context.code() is None:
+                    call.context.set_code(grpc.StatusCode.UNKNOWN)
                 raise
             finally:
-                code = context.code() or grpc.StatusCode.OK
-                count = f" ({sent[0]} sent)" if sent is not None else ""
-                elapsed = (time.perf_counter() - started) * 1000
-                self.log(f"rpc {method} {code.name}{count} {elapsed:.1f}ms")
+                call.finish(call.context.code() or _ended_code(call.context))
 
         if streaming:
 
             def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                sent = [0]
-                with logged(context, sent):
+                call = _LoggedCall(self.log, method, context, streaming=True)
+                with logged(call):
                     for message in behavior(request, context):
-                        sent[0] += 1
+                        call.sent += 1
                         yield message
 
             return stream
 
         def unary(request: Any, context: grpc.ServicerContext) -> Any:
-            with logged(context, None):
+            call = _LoggedCall(self.log, method, context, streaming=False)
+            with logged(call):
                 return behavior(request, context)
 
         return unary
 
 
+class _LoggedCall:
+    """A call's log line, written once: by its handler, or by gRPC when the call ends first
+    (the client cancelled, or the deadline passed, while the handler ran)."""
+
+    def __init__(
+        self, log: RequestLog, method: str, context: grpc.ServicerContext, *, streaming: bool
+    ) -> None:
+        self.log = log
+        self.method = method
+        self.context = context
+        self.streaming = streaming
+        self.sent = 0
+        self.started = time.perf_counter()
+        self._lock = threading.Lock()
+        self._logged = False
+        context.add_callback(self._ended)
+
+    def _ended(self) -> None:
+        """gRPC's callback when the call is over; a no-op once the handler has logged."""
+        self.finish(_cancel_code(self.context))
+
+    def finish(self, code: grpc.StatusCode) -> None:
+        with self._lock:
+            if self._logged:
+                return
+            self._logged = True
+        count = f" ({self.sent} sent)" if self.streaming else ""
+        elapsed = (time.perf_counter() - self.started) * 1000
+        self.log(f"rpc {self.method} {code.name}{count} {elapsed:.1f}ms")
+
+
+def _ended_code(context: grpc.ServicerContext) -> grpc.StatusCode:
+    """OK for a handler that returned normally, unless the call is already over: the
+    handler only noticed (``is_active()``) or was closed because the client went away."""
+    return grpc.StatusCode.OK if context.is_active() else _cancel_code(context)
+
+
+def _cancel_code(context: grpc.ServicerContext) -> grpc.StatusCode:
+    # The client cancels at its deadline too, and may be heard a moment before the server's.
+    if context.time_remaining() <= 0.05:
+        return grpc.StatusCode.DEADLINE_EXCEEDED
+    return grpc.StatusCode.CANCELLED
+
+
 def create_grpc_server(
-    index: CatalogIndex, *, log: RequestLog | None = None, workers: int = 16
+    index: CatalogIndex,
+    *,
+    log: RequestLog | None = None,
+    limits: ServerLimits | None = None,
 ) -> tuple[grpc.Server, health.HealthServicer]:
     """A not yet started server with api.Registry, health (SERVING) and reflection."""
+    limits = limits or ServerLimits()
     interceptors = [RequestLogInterceptor(log)] if log is not None else []
+    keepalive_ms = int(limits.grpc_keepalive * 1000)
     server = grpc.server(
-        futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="registry-grpc"),
+        futures.ThreadPoolExecutor(
+            max_workers=limits.grpc_workers, thread_name_prefix="registry-grpc"
+        ),
         interceptors=interceptors,
-        options=[("grpc.so_reuseport", 0)],  # a second server on the port must fail, not share
+        options=[
+            ("grpc.so_reuseport", 0),  # a second server on the port must fail, not share
+            ("grpc.max_receive_message_length", limits.grpc_max_receive_bytes),
+            ("grpc.max_concurrent_streams", limits.grpc_max_streams),
+            ("grpc.keepalive_time_ms", keepalive_ms),
+            ("grpc.keepalive_timeout_ms", min(keepalive_ms, 20_000)),
+        ],
+        maximum_concurrent_rpcs=limits.grpc_max_rpcs,
     )
     pb_grpc.add_RegistryServicer_to_server(RegistryServicer(index), server)
     health_servicer = health.HealthServicer()

@@ -19,6 +19,7 @@ from olmtool.errors import OlmtoolError
 from olmtool.serve.grpc_server import RequestLog, create_grpc_server
 from olmtool.serve.http import CatalogdServer
 from olmtool.serve.index import CatalogIndex, build_index
+from olmtool.serve.limits import ServerLimits
 
 
 @dataclass
@@ -70,13 +71,15 @@ def start_server(
     cache_dir: str | Path | None = None,
     log: RequestLog | None = None,
     index: CatalogIndex | None = None,
+    limits: ServerLimits | None = None,
 ) -> RunningServer:
     """Index ``root`` (unless ``index`` is given) and serve it; port 0 picks a free port.
 
     ``http_port=None`` leaves catalogd's HTTP API off. ``catalog_name`` (the URL's
     ``/catalogs/<name>``) defaults to the catalog directory's name. ``log`` receives one
-    line per request. Raises InputError when the catalog does not load and OlmtoolError
-    when a port cannot be bound.
+    line per request. ``limits`` bounds connections, threads, timeouts and request sizes
+    (:class:`ServerLimits`; the defaults suit a catalog server). Raises InputError when
+    the catalog does not load and OlmtoolError when a port cannot be bound.
     """
     root = Path(root)
     owns_index = index is None
@@ -85,9 +88,9 @@ def start_server(
     name = catalog_name or (root.resolve().name if root.is_dir() else root.resolve().parent.name)
     running = RunningServer(index, "", name, owns_index=owns_index)
     try:
-        _start_grpc(running, host, grpc_port, log)
+        _start_grpc(running, host, grpc_port, log, limits)
         if http_port is not None:
-            running._http = _start_http(index, name, host, http_port, log)
+            running._http = _start_http(index, name, host, http_port, log, limits)
             running.http_url = running._http.url
             running.catalog_url = running._http.catalog_url
     except BaseException:
@@ -96,12 +99,18 @@ def start_server(
     return running
 
 
-def _start_grpc(running: RunningServer, host: str, port: int, log: RequestLog | None) -> None:
+def _start_grpc(
+    running: RunningServer,
+    host: str,
+    port: int,
+    log: RequestLog | None,
+    limits: ServerLimits | None,
+) -> None:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     problem = _bind_problem(host, port)
     if problem:
         raise OlmtoolError(f"cannot serve gRPC on {address}: {problem}")
-    server, health_servicer = create_grpc_server(running.index, log=log)
+    server, health_servicer = create_grpc_server(running.index, log=log, limits=limits)
     try:
         bound = server.add_insecure_port(address)
     except RuntimeError:
@@ -130,10 +139,15 @@ def _bind_problem(host: str, port: int) -> str | None:
 
 
 def _start_http(
-    index: CatalogIndex, name: str, host: str, port: int, log: RequestLog | None
+    index: CatalogIndex,
+    name: str,
+    host: str,
+    port: int,
+    log: RequestLog | None,
+    limits: ServerLimits | None,
 ) -> CatalogdServer:
     try:
-        server = CatalogdServer(index, name, host=host, port=port, log=log)
+        server = CatalogdServer(index, name, host=host, port=port, log=log, limits=limits)
     except OSError as exc:
         raise OlmtoolError(f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc}") from None
     server.start()

@@ -203,3 +203,34 @@ def server(catalog: Path) -> Iterator[RunningServer]:
     with start_server(catalog, grpc_port=0, http_port=0, log=lines.append) as running:
         running.log_lines = lines  # type: ignore[attr-defined]
         yield running
+
+
+def write_big_catalog(root: Path, bundles: int = 60, object_size: int = 32 * 1024) -> Path:
+    """One package of ``bundles`` bundles, each carrying an object of ``object_size``
+    bytes: a body (or a ListBundles stream) too big to fit in socket buffers at once."""
+    name = "big"
+    blobs: list[dict[str, Any]] = [{"schema": "olm.package", "name": name, "defaultChannel": "a"}]
+    entries: list[dict[str, str]] = []
+    for number in range(bundles):
+        bundle = f"big.v0.0.{number}"
+        entries.append({"name": bundle, **({"replaces": entries[-1]["name"]} if entries else {})})
+        manifest = {"kind": "ConfigMap", "data": {"filler": "x" * object_size}}
+        blobs.append(
+            {
+                "schema": "olm.bundle",
+                "name": bundle,
+                "package": name,
+                "image": "",
+                "properties": [
+                    {
+                        "type": "olm.package",
+                        "value": {"packageName": name, "version": f"0.0.{number}"},
+                    },
+                    _object(manifest),
+                ],
+            }
+        )
+    blobs.insert(1, {"schema": "olm.channel", "name": "a", "package": name, "entries": entries})
+    (root / name).mkdir(parents=True)
+    (root / name / "catalog.json").write_text("".join(json.dumps(blob) + "\n" for blob in blobs))
+    return root

@@ -20,6 +20,7 @@ from olmtool.serve.index.data import (
     PackageSummary,
 )
 from olmtool.serve.index.store import BlobRef, BlobStore
+from olmtool.serve.limits import echo
 
 
 class NotFoundError(InternalError, LookupError):
@@ -51,13 +52,15 @@ class CatalogIndex:
         try:
             return self.packages[name]
         except KeyError:
-            raise NotFoundError(f'package "{name}" not found') from None
+            raise NotFoundError(f'package "{echo(name)}" not found') from None
 
     def channel(self, package: str, channel: str) -> ChannelSummary:
         try:
             return self.package(package).channels[channel]
         except KeyError:
-            raise NotFoundError(f'package "{package}", channel "{channel}" not found') from None
+            raise NotFoundError(
+                f'package "{echo(package)}", channel "{echo(channel)}" not found'
+            ) from None
 
     def entry(self, package: str, channel: str, bundle: str) -> tuple[ChannelSummary, Entry]:
         found = self.channel(package, channel)
@@ -65,7 +68,8 @@ class CatalogIndex:
             return found, found.entries[bundle]
         except KeyError:
             raise NotFoundError(
-                f'package "{package}", channel "{channel}", bundle "{bundle}" not found'
+                f'package "{echo(package)}", channel "{echo(channel)}", '
+                f'bundle "{echo(bundle)}" not found'
             ) from None
 
     def bundle(self, package: str, name: str) -> BundleSummary:
@@ -92,7 +96,7 @@ class CatalogIndex:
                 if skip == name and skip != entry.replaces
             )
         if not found:
-            raise NotFoundError(f'no channel entries found that replace "{name}"')
+            raise NotFoundError(f'no channel entries found that replace "{echo(name)}"')
         return found
 
     def bundle_that_replaces(
@@ -103,7 +107,8 @@ class CatalogIndex:
             if entry.replaces == name or name in entry.skips:
                 return found, entry
         raise NotFoundError(
-            f'no entry found that replaces "{name}" in package "{package}", channel "{channel}"'
+            f'no entry found that replaces "{echo(name)}" in package "{echo(package)}", '
+            f'channel "{echo(channel)}"'
         )
 
     def entries_that_provide(self, gvk: GVK) -> list[EntryRef]:
@@ -186,7 +191,7 @@ def _entry_edges(channel: ChannelSummary, entry: Entry, *, any_skip: bool) -> li
 
 def _gvk_text(gvk: GVK) -> str:
     group, version, kind = gvk
-    return f'group "{group}" version "{version}" kind "{kind}"'
+    return f'group "{echo(group)}" version "{echo(version)}" kind "{echo(kind)}"'
 
 
 def _decode(data: dict[str, Any], origin: dc.Origin, kind: str) -> Any:
