@@ -473,14 +473,33 @@ class World:
 
     # -- waiting for them
 
-    def wait_phase(self, namespace: str, csv: str, phase: str, timeout: float = STEP) -> JSON:
-        """The CSV once in ``phase``."""
+    def wait_phase(
+        self,
+        namespace: str,
+        csv: str,
+        phase: str,
+        timeout: float = STEP,
+        reason: str | None = None,
+    ) -> JSON:
+        """The CSV once in ``phase`` (with ``reason``, when given: a phase is entered with
+        a first reason, RequirementsUnknown, before the one a test waits for)."""
 
         def reached() -> JSON | None:
             found = self.csv(namespace, csv)
-            return found if status(found).get("phase") == phase else None
+            if status(found).get("phase") != phase:
+                return None
+            return found if reason is None or status(found).get("reason") == reason else None
 
-        return wait_for(reached, timeout, f"CSV {namespace}/{csv} {phase}", interval=0.5)
+        what = f"CSV {namespace}/{csv} {phase}" + (f"/{reason}" if reason else "")
+        return wait_for(reached, timeout, what, interval=0.5)
+
+    def touch_csv(self, namespace: str, csv: str) -> None:
+        """An annotation change on the CSV: makes OLM sync it now rather than at its next
+        resync (minutes later)."""
+        self.kube.patch(
+            f"{V1ALPHA1}/namespaces/{namespace}/clusterserviceversions/{csv}",
+            {"metadata": {"annotations": {"olmtool.dev/e2e-touched": uuid.uuid4().hex[:8]}}},
+        )
 
     def wait_installed(self, namespace: str, package: str, csv: str, timeout: float = STEP) -> JSON:
         """The Subscription once ``csv`` is its installed CSV and Succeeded."""

@@ -23,6 +23,7 @@ conditions.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from olmtool.ports import free_port
@@ -228,9 +229,14 @@ def test_08_subscription_config_lands_in_the_deployment(world: World) -> None:
         containers = dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers")
         return [e["name"] for e in (containers or [{}])[0].get("env") or []]
 
-    # Real OLM finds the Subscription by its status.installedCSV, which may be written
-    # after the first install of the Deployment; the next CSV sync then sees the spec
-    # hash differ and reinstalls it with the config.
+    # Real OLM finds the Subscription by its status.installedCSV (overrides/config.go),
+    # which the catalog operator may write after the olm operator made the Deployment;
+    # the next sync of the CSV then sees the spec hash differ and reinstalls it with the
+    # config. That sync comes with any CSV event or OLM's resync minutes later: touch it.
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: "FOO" in env_names(), 20, "the Subscription's env in the Deployment")
+    if "FOO" not in env_names():
+        w.touch_csv(ns, bundle.name)
     wait_for(lambda: "FOO" in env_names(), 180, "the Subscription's env in the Deployment")
     w.wait_installed(ns, "config", bundle.name)
     dep = w.deployment(ns, "config-operator")
@@ -309,8 +315,7 @@ def test_13_csv_requirements_not_met(world: World) -> None:
     bundle = Bundle("minkube", "0.1.0", min_kube_version="99.0.0")
     ns = w.install([bundle])
     w.wait_plan(ns, bundle.name, ("Complete",))
-    csv = w.wait_phase(ns, bundle.name, "Pending")
-    assert status(csv)["reason"] == "RequirementsNotMet"
+    csv = w.wait_phase(ns, bundle.name, "Pending", reason="RequirementsNotMet")
     assert status(csv)["message"] == "one or more requirements couldn't be found"
     by_kind = {r["kind"]: r for r in status(csv)["requirementStatus"]}
     version = by_kind["ClusterServiceVersion"]
