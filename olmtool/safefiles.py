@@ -68,6 +68,22 @@ def file_kind(path: Path) -> str | None:
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
+def check_regular(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_BYTES) -> Path:
+    """What :func:`read_regular` checks, without reading (for a reader that opens the file
+    itself, later): ``path`` resolved, or an InputError naming it."""
+    resolved = resolve_inside(path, root)
+    try:
+        info = resolved.stat()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise InputError(f"{kind}, not a regular file", path=path)
+    if info.st_size > limit:
+        raise InputError(f"{info.st_size} bytes, more than the {limit} allowed", path=path)
+    return resolved
+
+
 def read_regular(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of ``path``: a regular file (after symlinks, confined to ``root`` when
     given) of at most ``limit`` bytes; anything else is an InputError naming the file."""

@@ -30,7 +30,7 @@ from olmtool import inputlimits, kyaml
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.errors import InputError, display_path
-from olmtool.safefiles import read_regular
+from olmtool.safefiles import check_regular, read_regular
 
 INDEX_IGNORE = ".indexignore"
 META_KEYS = ("schema", "package", "name")
@@ -62,12 +62,21 @@ class LoadResult:
 
 
 def catalog_files(root: Path) -> list[Path]:
-    """Every file of the catalog below ``root``, sorted, minus what .indexignore excludes;
-    a directory or ``.indexignore`` that cannot be read is an InputError."""
+    """Every file of the catalog below ``root``, sorted, minus what .indexignore excludes,
+    for readers that stop at the first problem (the catalog server's index, the catalog
+    image): a directory or ``.indexignore`` that cannot be read, or a file that
+    :func:`read_catalog_text` would refuse (no regular file inside the catalog, too big),
+    is a one-line InputError."""
     files, problems = walk_catalog(root)
     for problem in problems:
         if problem.severity == "error":
             raise InputError(problem.message, path=problem.file, line=problem.line)
+    inside = root if root.is_dir() else None
+    for path in files:
+        try:
+            check_regular(path, root=inside, limit=CATALOG_FILE_BYTES)
+        except InputError as exc:
+            raise InputError(f"cannot read: {exc.message}", path=path) from None
     return files
 
 

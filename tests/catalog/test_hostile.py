@@ -329,3 +329,32 @@ def test_templates_and_project_file_are_read_by_the_same_rule(here: Path) -> Non
     (here / "olmtool.yaml").write_text("crd: " + "{a: " * 600 + "1" + "}" * 600 + "\n")
     with pytest.raises(InputError, match="nested deeper than 512 levels"):
         load_project(here / "olmtool.yaml")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: os.mkfifo(p), "cannot read: a FIFO, not a regular file"),
+        (lambda p: p.symlink_to("/dev/zero"), "cannot read: a symlink to /dev/zero, outside"),
+        (lambda p: p.symlink_to("nowhere"), "cannot read: a dangling symlink to nowhere"),
+        (lambda p: p.symlink_to(p), "cannot read: a symlink loop"),
+    ],
+)
+def test_the_catalog_server_stops_at_a_hostile_file_with_one_line(
+    here: Path, make: Callable[[Path], None], message: str
+) -> None:
+    """``catalog serve`` indexes the files catalog_files lists, reading them itself:
+    they are checked before (it blocked on a FIFO, read /dev/zero, crashed on a dangling
+    link); what they hold is judged by the loader's rules."""
+    from olmtool.serve.index.build import build_index
+
+    root = catalog(here, {})
+    make(root / "pkg" / "x.yaml")
+    with pytest.raises(InputError) as exc:
+        within(30, lambda: build_index(root))
+    assert str(exc.value).startswith(f"cat/pkg/x.yaml: {message}")
+    (root / "pkg" / "x.yaml").unlink()
+    (root / "pkg" / "x.yaml").write_text(laughs())
+    with pytest.raises(InputError, match="excessive aliasing"):
+        within(30, lambda: build_index(root))
+
