@@ -358,3 +358,14 @@ def test_the_catalog_server_stops_at_a_hostile_file_with_one_line(
     with pytest.raises(InputError, match="excessive aliasing"):
         within(30, lambda: build_index(root))
 
+
+def test_base_csv_round_trip_reading_is_bounded_too() -> None:
+    """yamlio (ruamel.yaml, for the base CSV rewritten with its comments) applies the
+    same rule before ruamel recurses or its aliases are expanded."""
+    from olmtool import yamlio
+
+    with pytest.raises(InputError, match="excessive aliasing"):
+        yamlio.loads(laughs(), path="base.yaml")
+    with pytest.raises(InputError, match="nested deeper than 512 levels"):
+        yamlio.loads_all("a: 1\n---\nb: " + "[" * 600 + "]" * 600, path="base.yaml")
+    assert yamlio.loads("a: &x {b: 1}\nc: *x\n") == {"a": {"b": 1}, "c": {"b": 1}}
