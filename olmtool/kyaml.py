@@ -7,12 +7,15 @@ Parsing runs on libyaml (PyYAML's C parser) into plain dicts, lists and JSON sca
 
 - scalars resolve as yaml.v2 resolves them: ``y``/``yes``/``on`` are true, ``0755`` and
   ``0o755`` are 493, ``1_000`` is 1000, ``1e5`` is a float; sexagesimal ``1:30`` and every
-  timestamp or date stay the strings written (yaml.v2 hands timestamps to JSON as text);
+  timestamp or date stay the strings written (yaml.v2 hands timestamps to JSON as text),
+  and so does a number beyond int64, uint64 and float64 (``1e400``, 5,000 digits);
 - keys become strings (``1`` -> ``"1"``, ``true`` -> ``"true"``);
 - ``!!binary`` is its decoded text, ``!!set`` a mapping to nulls, ``!!omap``/``!!pairs``
   lists of one-key mappings, unknown tags the plain data under them;
 - duplicate mapping keys are accepted, the last value winning (yaml.v2 is not strict);
-  :attr:`YamlFile.duplicates` lists them, so a caller can warn when the values differ.
+  :attr:`YamlFile.duplicates` lists them, so a caller can warn when the values differ;
+- nesting, aliases and size are bounded by :mod:`olmtool.inputlimits` (an InputError
+  naming the file and line), files read by :mod:`olmtool.safefiles`.
 
 Line numbers cost nothing until asked for: :meth:`YamlFile.line_at` composes the file
 once more (libyaml again, nodes only) the first time a finding needs a line, and walks
@@ -216,8 +219,7 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc,valid-type]
 
 
 class _CountingLoader(_Loader):
-    """:class:`_Loader` counting the mappings and sequences it composes (untagged ones:
-    libyaml asks to resolve only those), for :class:`_AliasBuilder`."""
+    """Counts the (untagged: libyaml resolves only those) collections it composes."""
 
     collections = 0
 
@@ -397,11 +399,9 @@ class _AliasBuilder(_Builder):
 def _alias_reason(node: Node, *, deep: bool = False) -> str:
     if inputlimits.in_a_cycle(node):
         return "invalid YAML: an anchor's value contains itself"
-    return (
-        inputlimits.too_deep_message()
-        if deep
-        else "invalid YAML: document contains excessive aliasing"
-    )
+    if deep:
+        return inputlimits.too_deep_message()
+    return "invalid YAML: document contains excessive aliasing"  # yaml.v2's words
 
 
 def _builder(text: str) -> _Builder:
