@@ -97,8 +97,16 @@ class SchemaError(InputError):
 
 
 def display_path(path: str | Path) -> str:
-    """``path`` relative to the working directory when it is inside it, else as given."""
+    """``path`` relative to the working directory when it is inside it, else as given.
+
+    Its last component is kept as written: a symlink is named, not its target (the file
+    a finding is about may be a dangling or hostile link)."""
+    given = Path(path)
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
+        if given.name in ("", ".", ".."):
+            resolved = given.resolve()
+        else:
+            resolved = given.parent.resolve() / given.name
+        return str(resolved.relative_to(Path.cwd()))
     except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (< 3.13)
         return str(path)

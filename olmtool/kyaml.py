@@ -7,12 +7,15 @@ Parsing runs on libyaml (PyYAML's C parser) into plain dicts, lists and JSON sca
 
 - scalars resolve as yaml.v2 resolves them: ``y``/``yes``/``on`` are true, ``0755`` and
   ``0o755`` are 493, ``1_000`` is 1000, ``1e5`` is a float; sexagesimal ``1:30`` and every
-  timestamp or date stay the strings written (yaml.v2 hands timestamps to JSON as text);
+  timestamp or date stay the strings written (yaml.v2 hands timestamps to JSON as text),
+  and so does a number beyond int64, uint64 and float64 (``1e400``, 5,000 digits);
 - keys become strings (``1`` -> ``"1"``, ``true`` -> ``"true"``);
 - ``!!binary`` is its decoded text, ``!!set`` a mapping to nulls, ``!!omap``/``!!pairs``
   lists of one-key mappings, unknown tags the plain data under them;
 - duplicate mapping keys are accepted, the last value winning (yaml.v2 is not strict);
-  :attr:`YamlFile.duplicates` lists them, so a caller can warn when the values differ.
+  :attr:`YamlFile.duplicates` lists them, so a caller can warn when the values differ;
+- nesting, aliases and size are bounded by :mod:`olmtool.inputlimits` (an InputError
+  naming the file and line), files read by :mod:`olmtool.safefiles`.
 
 Line numbers cost nothing until asked for: :meth:`YamlFile.line_at` composes the file
 once more (libyaml again, nodes only) the first time a finding needs a line, and walks
@@ -36,7 +39,9 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from olmtool import inputlimits
 from olmtool.errors import InputError
+from olmtool.safefiles import read_regular_text
 
 __all__ = [
     "DuplicateKey",
@@ -84,27 +89,41 @@ _GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+
 _DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?\Z")  # ParseFloat of ".5", ".5e3"
 _OCTAL = re.compile(r"[0-7]+\Z")
 _INT64 = (-(2**63), 2**64 - 1)  # int64, or uint64 for big positive numbers
+_BASES = {"0x": 16, "0o": 8, "0b": 2}
+# Significant digits of the largest uint64 per base: longer numbers are out of range
+# before Python converts them (its int() refuses more than 4,300 decimal digits).
+_UINT64_DIGITS = {16: 16, 8: 22, 2: 64, 10: 20}
 
 
 def _go_int(plain: str, value: str) -> int | float | str:
     """strconv.ParseInt(plain, 0, 64), then ParseUint, then ParseFloat, as yaml.v2 tries
-    them on ``value`` without its underscores."""
+    them on ``value`` without its underscores; a number out of every range stays the text
+    written (a 5,000-digit integer is a string, as in Go)."""
     sign, digits = (plain[0], plain[1:]) if plain[:1] in "+-" else ("", plain)
     prefix = digits[:2].lower()
-    if prefix in ("0x", "0o", "0b"):
-        number = int(digits[2:], {"0x": 16, "0o": 8, "0b": 2}[prefix])
+    if prefix in _BASES:
+        base, body = _BASES[prefix], digits[2:]
     elif len(digits) > 1 and digits[0] == "0":
         if not _OCTAL.match(digits):  # "08": not octal, but yamlStyleFloat takes it
-            return float(plain) if _GO_FLOAT.match(plain) else value
-        number = int(digits, 8)  # Go's base 0 reads a leading zero as octal
+            return _parse_float(plain, value) if _GO_FLOAT.match(plain) else value
+        base, body = 8, digits  # Go's base 0 reads a leading zero as octal
     elif digits.isdigit():
-        number = int(digits)
+        base, body = 10, digits
     else:
         return value
-    number = -number if sign == "-" else number
-    if _INT64[0] <= number <= _INT64[1]:
-        return number
-    return float(plain) if _GO_FLOAT.match(plain) else value
+    if len(body) <= _UINT64_DIGITS[base] or len(body.lstrip("0")) <= _UINT64_DIGITS[base]:
+        number = int(body, base)
+        number = -number if sign == "-" else number
+        if _INT64[0] <= number <= _INT64[1]:
+            return number
+    return _parse_float(plain, value) if _GO_FLOAT.match(plain) else value
+
+
+def _parse_float(plain: str, value: str) -> float | str:
+    """strconv.ParseFloat(plain, 64) as yaml.v2 uses it: out of float64's range is an
+    error there (ErrRange), and the scalar stays the string written (``1e400``)."""
+    number = float(plain)
+    return value if math.isinf(number) else number
 
 
 def json_key(key: Any) -> str:
@@ -199,6 +218,18 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc,valid-type]
         return _MAP if kind is MappingNode else _SEQ
 
 
+class _CountingLoader(_Loader):
+    """Counts the (untagged: libyaml resolves only those) collections it composes."""
+
+    collections = 0
+
+    def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode:
+            return _PLAIN if implicit[0] else _STR
+        self.collections += 1
+        return _MAP if kind is MappingNode else _SEQ
+
+
 def _plain_scalar(value: str) -> Any:
     """An unquoted scalar's JSON value, as yaml.v2 resolves it (resolve.go)."""
     word = _WORDS.get(value)
@@ -212,9 +243,9 @@ def _plain_scalar(value: str) -> Any:
         if _GO_INT.match(plain):
             return _go_int(plain, value)
         if _GO_FLOAT.match(plain):
-            return float(plain)
+            return _parse_float(plain, value)
     elif first == "." and _DOT_FLOAT.match(value):
-        return float(value)
+        return _parse_float(value, value)
     return value
 
 
@@ -246,6 +277,9 @@ class _Builder:
         self.document = 0
         self.duplicates: dict[tuple[int, int, str], DuplicateKey] = {}
 
+    def begin(self, composed: int = 0) -> None:
+        """A new document starts, ``composed`` mappings and sequences (when counted)."""
+
     def build(self, node: Node) -> Any:
         tag = node.tag
         if tag == _PLAIN:
@@ -255,6 +289,9 @@ class _Builder:
             return node.value if tag == _STR else _tagged_scalar(tag, node.value)
         if cls is MappingNode:
             return self.mapping(node)  # !!set, !!map and unknown tags alike
+        return self.sequence(node)
+
+    def sequence(self, node: SequenceNode) -> list[Any]:
         return [self.build(item) for item in node.value]  # !!omap, !!pairs: one-key maps
 
     def key(self, node: Node) -> str:
@@ -293,7 +330,7 @@ class _Builder:
                     "invalid YAML: map merge requires map or sequence of maps as the value",
                     line=item.start_mark.line + 1,
                 )
-            result.update(self.mapping(item))
+            result.update(self.build(item))
 
     def duplicate(self, node: MappingNode, key_node: Node, key: str, old: Any, new: Any) -> None:
         """Record a repeated key (the rare path: the earlier key node is searched for)."""
@@ -308,6 +345,69 @@ class _Builder:
         line = key_node.start_mark.line + 1
         found = DuplicateKey(key, line, earlier.start_mark.line + 1, old == new, self.document)
         self.duplicates.setdefault((self.document, line, key), found)
+
+
+class _AliasBuilder(_Builder):
+    """The builder for a text with anchors, bounding what aliases expand to.
+
+    libyaml composes a document whole before it is built, and an alias as the anchored
+    node itself: so the mappings and sequences built beyond those composed come from
+    aliases. yaml.v2's rule (:func:`inputlimits.excessive_aliasing`) is applied to them,
+    with scalars left out (an alias to one adds one value); tagged collections, which the
+    composer does not count, are allowed for by every "!" of the text, so the count of
+    aliased ones is never too high. An anchor inside its own value never ends expanding:
+    it is refused, by name, as soon as the rule or the depth stops it.
+    """
+
+    def __init__(self, tags: int) -> None:
+        super().__init__()
+        self.tags = tags
+        self.begin(0)
+
+    def begin(self, composed: int = 0) -> None:
+        self.composed = composed + self.tags  # at least the distinct collections
+        self.built = self.depth = 0
+        self.next_check = self.composed + 100
+
+    def mapping(self, node: MappingNode) -> dict[str, Any]:
+        self.enter(node)
+        try:
+            return super().mapping(node)
+        finally:
+            self.depth -= 1
+
+    def sequence(self, node: SequenceNode) -> list[Any]:
+        self.enter(node)
+        try:
+            return super().sequence(node)
+        finally:
+            self.depth -= 1
+
+    def enter(self, node: Node) -> None:
+        self.built += 1
+        if self.built > self.next_check:
+            aliased = self.built - self.composed
+            if inputlimits.excessive_aliasing(aliased, self.built):
+                raise InputError(_alias_reason(node), line=node.start_mark.line + 1)
+            self.next_check = self.built + max(100, self.built // 64)
+        self.depth += 1
+        if self.depth > inputlimits.MAX_DEPTH:
+            self.depth -= 1
+            raise InputError(_alias_reason(node, deep=True), line=node.start_mark.line + 1)
+
+
+def _alias_reason(node: Node, *, deep: bool = False) -> str:
+    if inputlimits.in_a_cycle(node):
+        return "invalid YAML: an anchor's value contains itself"
+    if deep:
+        return inputlimits.too_deep_message()
+    return "invalid YAML: document contains excessive aliasing"  # yaml.v2's words
+
+
+def _builder(text: str) -> _Builder:
+    """The plain builder, or the one that bounds aliases when ``text`` may define an
+    anchor (URLs' "a=1&b=2" and prose do not look like one)."""
+    return _AliasBuilder(text.count("!")) if inputlimits.has_anchor(text) else _Builder()
 
 
 # --- errors and files ---------------------------------------------------------------------
@@ -336,12 +436,36 @@ class _NoGC:
             gc.enable()
 
 
-def _nodes(text: str, path: str | Path | None) -> Iterator[Node]:
-    """Each document's composed node (an empty document is an empty plain scalar)."""
-    loader = _Loader(text)
+def _nodes(text: str, path: str | Path | None, builder: _Builder | None = None) -> Iterator[Node]:
+    """Each document's composed node (an empty document is an empty plain scalar), the
+    ``builder`` told when each begins.
+
+    The text's size and nesting are checked first (:mod:`olmtool.inputlimits`): libyaml
+    composes recursively in C, and a document nested too deep would crash the process.
+    """
+    if len(text) > inputlimits.MAX_TEXT_CHARS:
+        raise InputError(
+            f"{len(text)} characters, more than the {inputlimits.MAX_TEXT_CHARS} allowed",
+            path=path,
+        )
     try:
+        too_deep = inputlimits.yaml_too_deep(text)
+        loader = (_CountingLoader if isinstance(builder, _AliasBuilder) else _Loader)(text)
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file decodes to one
+        message = f"invalid YAML: not Unicode text (character {exc.start})"
+        raise InputError(message, path=path) from None
+    try:
+        index = 0
         while loader.check_node():
-            yield loader.get_node()
+            if too_deep is not None and index == too_deep.document:
+                message = inputlimits.too_deep_message()
+                raise InputError(message, path=path, line=too_deep.line)
+            node = loader.get_node()
+            if builder is not None:
+                builder.begin(loader.collections if isinstance(loader, _CountingLoader) else 0)
+                loader.collections = 0
+            yield node
+            index += 1
     except yaml.YAMLError as exc:
         raise _input_error(exc, path) from None
     finally:
@@ -351,8 +475,9 @@ def _nodes(text: str, path: str | Path | None) -> Iterator[Node]:
 def iter_documents(text: str, *, path: str | Path | None = None) -> Iterator[tuple[int, Any]]:
     """(line where its content starts, data) per document, empty ones as None; a defect
     raises InputError naming ``path`` and the line, after the documents before it."""
-    builder = _Builder()
-    nodes = _nodes(text, path)
+    inputlimits.ensure_recursion_room()
+    builder = _builder(text)
+    nodes = _nodes(text, path, builder)
     while True:
         with _NoGC():
             node = next(nodes, None)
@@ -367,11 +492,9 @@ def _build(builder: _Builder, node: Node, path: str | Path | None) -> Any:
         return builder.build(node)
     except InputError as exc:
         raise InputError(exc.message, path=path, line=exc.line) from None
-    except RecursionError:
+    except RecursionError:  # not expected: depth and aliases are bounded before
         raise InputError(
-            "invalid YAML: an anchor's value contains itself (or nests too deep)",
-            path=path,
-            line=node.start_mark.line + 1,
+            inputlimits.too_deep_message(), path=path, line=node.start_mark.line + 1
         ) from None
 
 
@@ -450,11 +573,12 @@ def parse(text: str, *, path: str | Path | None = None, single: bool = False) ->
 
     ``single``: more than one document is an error too (a config file, annotations.yaml).
     """
-    builder = _Builder()
+    inputlimits.ensure_recursion_room()
+    builder = _builder(text)
     documents: list[Any] = []
     positions: list[int] = []
     with _NoGC():
-        for position, node in enumerate(_nodes(text, path)):
+        for position, node in enumerate(_nodes(text, path, builder)):
             builder.document = len(documents)
             data = _build(builder, node, path)
             if data is not None:
@@ -482,13 +606,10 @@ def load(text: str, *, path: str | Path | None = None) -> Any:
 
 
 def read_text(path: str | Path) -> str:
-    """A UTF-8 file's text, or a one-line InputError naming it."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from None
+    """A UTF-8 file's text, or a one-line InputError naming it: a regular file of a
+    bounded size (:func:`olmtool.safefiles.read_regular`; FIFOs, devices, dangling or
+    looping symlinks are refused)."""
+    return read_regular_text(Path(path))
 
 
 def read(path: str | Path, *, single: bool = False) -> YamlFile:

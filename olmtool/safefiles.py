@@ -22,12 +22,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from olmtool.errors import InputError
 
 # Far above any real manifest or catalog file (the largest real CSVs are a few MB), far
 # below what would exhaust memory.
 MAX_FILE_BYTES = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
 
 _KINDS = {
     stat.S_IFIFO: "a FIFO",
@@ -66,6 +68,22 @@ def file_kind(path: Path) -> str | None:
     return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
 
 
+def check_regular(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_BYTES) -> Path:
+    """What :func:`read_regular` checks, without reading (for a reader that opens the file
+    itself, later): ``path`` resolved, or an InputError naming it."""
+    resolved = resolve_inside(path, root)
+    try:
+        info = resolved.stat()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
+        raise InputError(f"{kind}, not a regular file", path=path)
+    if info.st_size > limit:
+        raise InputError(f"{info.st_size} bytes, more than the {limit} allowed", path=path)
+    return resolved
+
+
 def read_regular(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of ``path``: a regular file (after symlinks, confined to ``root`` when
     given) of at most ``limit`` bytes; anything else is an InputError naming the file."""
@@ -83,12 +101,30 @@ def read_regular(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_
         if info.st_size > limit:
             raise InputError(f"{info.st_size} bytes, more than the {limit} allowed", path=path)
         with os.fdopen(os.dup(fd), "rb") as handle:
-            data = handle.read(limit + 1)
+            data = _read_bounded(handle, info.st_size, limit)
     finally:
         os.close(fd)
     if len(data) > limit:  # grew while being read
         raise InputError(f"more than the {limit} bytes allowed", path=path)
     return data
+
+
+def _read_bounded(handle: BinaryIO, size: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes: the ``size`` the file has, then (if it grew, or is a
+    file of /proc that tells no size) the rest in chunks. Never a ``limit``-sized buffer
+    for a small file: Python allocates what a read asks for."""
+    data = handle.read(min(size, limit) + 1)
+    if len(data) <= size:
+        return data
+    chunks = [data]
+    total = len(data)
+    while total <= limit:
+        chunk = handle.read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def read_regular_text(path: Path, *, root: Path | None = None, limit: int = MAX_FILE_BYTES) -> str:

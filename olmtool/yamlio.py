@@ -18,8 +18,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarstring import LiteralScalarString
 
+from olmtool import inputlimits
 from olmtool.errors import InputError
-from olmtool.kyaml import read_text  # one rule for reading a YAML file
+from olmtool.kyaml import parse, read_text  # one rule for reading a YAML file
 
 
 def _dumper() -> YAML:
@@ -87,8 +88,20 @@ def load(path: str | Path) -> Any:
 
 
 def loads(text: str, *, path: str | Path | None = None) -> Any:
+    _bounded(text, path)
     with _one_line_errors(path):
         return YAML(typ="rt").load(text)
+
+
+def _bounded(text: str, path: str | Path | None) -> None:
+    """The one rule for input (:mod:`olmtool.inputlimits`) before ruamel.yaml, which
+    recurses in Python and whose aliases :func:`plain` would expand: nesting checked from
+    the text, aliases by a kyaml parse when the text has anchors (rarely)."""
+    too_deep = inputlimits.yaml_too_deep(text)
+    if too_deep is not None:
+        raise InputError(inputlimits.too_deep_message(), path=path, line=too_deep.line)
+    if inputlimits.has_anchor(text):
+        parse(text, path=path)
 
 
 @contextmanager
@@ -111,5 +124,6 @@ def load_all(path: str | Path) -> list[Any]:
 
 
 def loads_all(text: str, *, path: str | Path | None = None) -> list[Any]:
+    _bounded(text, path)
     with _one_line_errors(path):
         return [doc for doc in YAML(typ="rt").load_all(text) if doc is not None]

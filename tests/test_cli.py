@@ -360,3 +360,65 @@ def test_importing_the_cli_defers_heavy_libraries() -> None:
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
+
+
+# --- a bug is not a finding: exit code 3 -----------------------------------------------------
+
+
+def run_main(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    from olmtool.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["olmtool", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    return int(exc.value.code or 0)
+
+
+def test_an_unexpected_exception_is_an_internal_error_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from olmtool import actions
+
+    def boom(*_: object, **__: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(actions, "catalog_validate", boom)
+    assert run_main(monkeypatch, "catalog", "validate", ".") == 3
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):")
+    assert "in boom" in err  # where it happened
+    assert err.splitlines()[-1] == (
+        "olmtool: internal error (a bug, not a finding): ZeroDivisionError: division by zero;"
+        " please report it at https://github.com/olmtool/olmtool/issues with the command you ran"
+    )
+
+
+def test_user_errors_and_interrupts_keep_their_codes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from olmtool import actions
+
+    def refuse(*_: object, **__: object) -> None:
+        raise InputError("bad blob", path="cat/a.yaml", line=3)
+
+    def interrupt(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    def closed_pipe(*_: object, **__: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(actions, "catalog_validate", refuse)
+    assert run_main(monkeypatch, "catalog", "validate", ".") == 1
+    assert "cat/a.yaml:3: bad blob" in capsys.readouterr().err
+    monkeypatch.setattr(actions, "catalog_validate", closed_pipe)  # `olmtool ... | head`
+    assert run_main(monkeypatch, "catalog", "validate", ".") == 1
+    assert "internal error" not in capsys.readouterr().err
+    monkeypatch.setattr(actions, "catalog_validate", interrupt)
+    assert run_main(monkeypatch, "catalog", "validate", ".") in (1, 130)  # click: "Aborted!"
+    assert run_main(monkeypatch, "catalog", "frobnicate") == 2
+
+
+def test_help_documents_the_exit_codes(tmp_path: Path) -> None:
+    result = cli("--help")
+    assert result.returncode == 0
+    assert "3 internal error (a bug)" in " ".join(result.stdout.split())

@@ -284,3 +284,148 @@ def test_matches_opm(tmp_path: Path) -> None:
 )
 def test_go_string_is_how_a_go_string_field_receives_a_scalar(value: object, text: str) -> None:
     assert kyaml.go_string(value) == text
+
+
+# --- hostile input: bounded, never a crash (issue 15) --------------------------------------
+
+
+def laughs(levels: int = 10, fanout: int = 10) -> str:
+    """The "billion laughs": each anchor a list of ``fanout`` aliases to the one before."""
+    lines = ["a0: &a0 [" + ",".join(['"lol"'] * fanout) + "]"]
+    for level in range(1, levels):
+        lines.append(f"a{level}: &a{level} [" + ",".join([f"*a{level - 1}"] * fanout) + "]")
+    return "\n".join(lines) + "\n"
+
+
+def test_billion_laughs_is_refused_fast_and_small() -> None:
+    import time
+    import tracemalloc
+
+    text = laughs()
+    assert len(text) < 600  # ten levels: 10**10 strings once expanded
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(InputError, match="document contains excessive aliasing"):
+            kyaml.parse(text, path="laughs.yaml")
+        seconds = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert seconds < 2  # about 2 ms: yaml.v2's rule stops it after a few thousand nodes
+    assert peak < 20 * 1024 * 1024
+
+
+def test_reasonable_aliases_still_expand() -> None:
+    """Anchors reused a few times (a schema shared by two CRD versions, merges) are data."""
+    schema = "\n".join(f"    f{i}: {{type: string, description: field {i}}}" for i in range(3000))
+    text = f"v1: &schema\n  properties:\n{schema}\nv1beta1: *schema\nv2:\n  <<: *schema\n  x: 1\n"
+    data = kyaml.load(text)
+    assert data["v1"] == data["v1beta1"] and len(data["v1"]["properties"]) == 3000
+    assert data["v2"]["x"] == 1 and data["v2"]["properties"] == data["v1"]["properties"]
+    assert kyaml.load(laughs(levels=3))["a2"] == [[["lol"] * 10] * 10] * 10
+
+
+def test_tagged_collections_are_not_mistaken_for_aliases() -> None:
+    """The composer counts only untagged collections; every "!" allows for one more."""
+    items = "\n".join(f"- !!map {{k: {i}}}" for i in range(3000))
+    data = kyaml.load(f"a: &a [1]\nb: *a\nc:\n{items}\n")
+    assert len(data["c"]) == 3000 and data["b"] == [1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "v: &a [*a]\n",
+        "v: &a {b: [1, *a]}\n",
+        "v: &a\n  b:\n    c: *a\n",
+        "v: &a\n  <<: *a\n",
+    ],
+)
+def test_an_anchor_inside_its_own_value_is_refused(text: str) -> None:
+    with pytest.raises(InputError, match="an anchor's value contains itself") as exc:
+        kyaml.parse(text, path="r.yaml")
+    assert exc.value.path == "r.yaml" and exc.value.line in (1, 2, 3)
+
+
+def nested_flow(depth: int) -> str:
+    return "schema: x\nv: " + "[" * depth + "]" * depth + "\n"
+
+
+def nested_block(depth: int) -> str:
+    return (
+        "schema: x\n"
+        + "".join(f"{' ' * level}k{level}:\n" for level in range(depth))
+        + (" " * depth + "leaf: 1\n")
+    )
+
+
+@pytest.mark.parametrize("nested", [nested_flow, nested_block])
+def test_nesting_up_to_the_limit_is_read_and_one_more_is_refused(nested: object) -> None:
+    from olmtool.inputlimits import MAX_DEPTH
+
+    assert callable(nested)
+    # the document itself is one mapping: MAX_DEPTH - 1 more levels reach the limit
+    assert kyaml.load(nested(MAX_DEPTH - 1))["schema"] == "x"
+    with pytest.raises(InputError, match=f"nested deeper than {MAX_DEPTH} levels") as exc:
+        kyaml.load(nested(MAX_DEPTH), path="deep.yaml")
+    assert exc.value.path == "deep.yaml" and exc.value.line is not None
+
+
+def test_800_deep_yaml_is_a_clean_error() -> None:
+    """It used to raise RecursionError from the builder."""
+    with pytest.raises(InputError, match="nested deeper than 512 levels") as exc:
+        kyaml.parse("a:\n  b: " + "[" * 800 + "]" * 800 + "\n", path="deep.yaml")
+    assert exc.value.line == 2
+
+
+def test_deep_nesting_keeps_the_documents_before_it() -> None:
+    text = "a: 1\n---\nb: 2\n---\nc: " + "{x: " * 600 + "1" + "}" * 600 + "\n---\nd: 4\n"
+    documents = kyaml.iter_documents(text, path="s.yaml")
+    assert [next(documents), next(documents)] == [(1, {"a": 1}), (3, {"b": 2})]
+    with pytest.raises(InputError, match="nested deeper") as exc:
+        next(documents)
+    assert exc.value.line == 5
+
+
+def test_deep_aliases_are_bounded_like_written_nesting() -> None:
+    """Aliases nest data without nesting the text: the expanded depth is bounded too."""
+    deep = "[" * 300 + "1" + "]" * 300
+    text = f"a: &a {deep}\nb: &b [{'[' * 300}*a{']' * 300}]\n"
+    with pytest.raises(InputError, match="nested deeper than 512 levels"):
+        kyaml.parse(text)
+
+
+def test_big_numbers_are_data_as_in_go() -> None:
+    """yaml.v2 tries int64, uint64, then float64: what fits none is the text written
+    (opm v1.26 renders the same, checked by hand: a string, 1e+300, a string...)."""
+    digits = "9" * 5000
+    data = kyaml.load(
+        f"v1: {digits}\nv2: {'9' * 400}\nv3: {'9' * 300}\nv4: 1e400\nv5: 0x{'f' * 20}\n"
+        f"v6: {'0' * 5000}7\nv7: -{digits}\nv8: .5e999\n? {digits}\n: key\n{'9' * 30}: k\n"
+    )
+    assert data["v1"] == digits and data["v2"] == "9" * 400 and data["v3"] == 1e300
+    assert data["v4"] == "1e400" and data["v5"] == "0x" + "f" * 20 and data["v6"] == 7
+    assert data["v7"] == "-" + digits and data["v8"] == ".5e999" and data[digits] == "key"
+    assert data["1e+30"] == "k"  # a float key, formatted as float32 like sigs.k8s.io/yaml
+    assert kyaml.load("v: !!int 1e300")["v"] == int(1e300)
+
+
+def test_a_lone_surrogate_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="not Unicode text"):
+        kyaml.parse("a: \udcff\n", path="s.yaml")
+
+
+def test_read_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    (tmp_path / "zero.yaml").symlink_to("/dev/zero")
+    with pytest.raises(InputError, match="a FIFO, not a regular file"):
+        kyaml.read(fifo)  # must not wait for a writer
+    with pytest.raises(InputError, match=r"symlink loop|cannot resolve"):
+        kyaml.read(tmp_path / "loop.yaml")
+    with pytest.raises(InputError, match="a character device"):
+        kyaml.read(tmp_path / "zero.yaml")

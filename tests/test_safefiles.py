@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from olmtool.errors import InputError
-from olmtool.safefiles import read_regular, read_regular_text
+from olmtool.safefiles import check_regular, read_regular, read_regular_text
 
 
 @pytest.fixture
@@ -43,9 +44,12 @@ def test_regular_files_and_symlinks_inside_are_read(tree: Path) -> None:
         ("missing", "no such file"),
     ],
 )
-def test_hostile_entries_are_one_line_errors(tree: Path, name: str, message: str) -> None:
+@pytest.mark.parametrize("check", [read_regular, check_regular])
+def test_hostile_entries_are_one_line_errors(
+    tree: Path, name: str, message: str, check: Callable[..., object]
+) -> None:
     with pytest.raises(InputError) as error:
-        read_regular(tree / name, root=tree)
+        check(tree / name, root=tree)
     assert message in str(error.value)
     assert name in str(error.value)
     assert "\n" not in str(error.value)
@@ -58,3 +62,16 @@ def test_devices_and_size_limits(tree: Path) -> None:
         read_regular(tree / "ok.yaml", limit=3)
     with pytest.raises(InputError, match="not UTF-8"):
         read_regular_text(tree / "latin1")
+
+
+def test_check_regular_answers_without_reading(tree: Path) -> None:
+    assert check_regular(tree / "sub" / "inner", root=tree) == (tree / "ok.yaml").resolve()
+    with pytest.raises(InputError, match="more than the 3 allowed"):
+        check_regular(tree / "ok.yaml", limit=3)
+
+
+def test_reads_files_that_grow_or_tell_no_size() -> None:
+    status = read_regular_text(Path("/proc/self/status"))  # st_size 0, yet text
+    assert status.startswith("Name:")
+    with pytest.raises(InputError, match="more than the 10 bytes allowed"):
+        read_regular(Path("/proc/self/status"), limit=10)

@@ -5,27 +5,39 @@ gitignore-style patterns exclude; a file holds YAML documents separated by ``---
 concatenated JSON objects (told apart by the first character); the meta keys
 ``schema``/``package``/``name`` match case-insensitively. Unlike opm, loading does not
 stop at the first defect: each becomes a :class:`Finding` naming the file and line.
+
+Catalogs come from other people, so nothing in one can crash or hang the loader: files
+are read by :mod:`olmtool.safefiles` (regular files only, symlinks resolved and kept
+inside the catalog, FIFOs and devices refused, at most :data:`CATALOG_FILE_BYTES`);
+YAML and JSON are bounded by :mod:`olmtool.inputlimits` (nesting, aliases); an
+unreadable directory, ``.indexignore`` or pattern is a finding too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pathspec
 
-from olmtool import kyaml
+from olmtool import inputlimits, kyaml
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.errors import InputError, display_path
+from olmtool.safefiles import check_regular, read_regular
 
 INDEX_IGNORE = ".indexignore"
 META_KEYS = ("schema", "package", "name")
+# A whole catalog rendered into one file is the largest real case: redhat-operator-index
+# is about 55 MB. Four times that still fits in memory once parsed.
+CATALOG_FILE_BYTES = 256 * 1024 * 1024
+INDEX_IGNORE_BYTES = 64 * 1024  # real ones hold a few patterns
 
 
 @dataclass(frozen=True)
@@ -50,27 +62,90 @@ class LoadResult:
 
 
 def catalog_files(root: Path) -> list[Path]:
-    """Every file of the catalog below ``root``, sorted, minus what .indexignore excludes."""
-    if root.is_file():
-        return [root]
+    """Every file of the catalog below ``root``, sorted, minus what .indexignore excludes,
+    for readers that stop at the first problem (the catalog server's index, the catalog
+    image): a directory or ``.indexignore`` that cannot be read, or a file that
+    :func:`read_catalog_text` would refuse (no regular file inside the catalog, too big),
+    is a one-line InputError."""
+    files, problems = walk_catalog(root)
+    for problem in problems:
+        if problem.severity == "error":
+            raise InputError(problem.message, path=problem.file, line=problem.line)
+    inside = root if root.is_dir() else None
+    for path in files:
+        try:
+            check_regular(path, root=inside, limit=CATALOG_FILE_BYTES)
+        except InputError as exc:
+            raise InputError(f"cannot read: {exc.message}", path=path) from None
+    return files
+
+
+def walk_catalog(
+    root: Path, *, name: Callable[[Path], str] = display_path
+) -> tuple[list[Path], list[Finding]]:
+    """Every file of the catalog below ``root`` (or ``root`` itself when it is no
+    directory), sorted, minus what .indexignore excludes; and the findings of the walk:
+    directories and ``.indexignore`` files that cannot be read (errors), patterns that
+    mean nothing (warnings: the line is skipped, as git skips it).
+
+    Symlinks to directories are not followed (as opm, which then fails to read them,
+    they are listed as files, and reading refuses them); every other entry is listed,
+    FIFOs and devices included, so that reading them becomes a finding. ``name``: how
+    findings name a file.
+    """
     if not root.is_dir():
+        if root.exists() or root.is_symlink():
+            return [root], []
         raise InputError("no such catalog directory", path=root)
     files: list[Path] = []
+    problems: list[Finding] = []
     ignores: list[tuple[Path, pathspec.PathSpec]] = []
-    for directory, dirnames, filenames in os.walk(root):
+
+    def unreadable(exc: OSError) -> None:
+        where = name(Path(exc.filename) if exc.filename else root)
+        reason = exc.strerror or str(exc)
+        problems.append(_parse_finding(where, None, f"cannot read directory: {reason}"))
+
+    for directory, dirnames, filenames in os.walk(root, onerror=unreadable):
         here = Path(directory)
-        dirnames.sort()
-        ignore_file = here / INDEX_IGNORE
-        if ignore_file.is_file():
-            lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-            ignores.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
+        if INDEX_IGNORE in filenames:
+            spec = _ignore_spec(here / INDEX_IGNORE, root, problems, name(here / INDEX_IGNORE))
+            if spec is not None:
+                ignores.append((here, spec))
         active = [(base, spec) for base, spec in ignores if here.is_relative_to(base)]
-        dirnames[:] = [d for d in dirnames if not _ignored(here / d, active, directory=True)]
-        for name in sorted(filenames):
-            path = here / name
-            if name != INDEX_IGNORE and not _ignored(path, active, directory=False):
+        linked = [d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in linked and not _ignored(here / d, active, directory=True)
+        )
+        for entry in sorted(filenames + linked):
+            path = here / entry
+            if entry != INDEX_IGNORE and not _ignored(path, active, directory=entry in linked):
                 files.append(path)
-    return files
+    return files, problems
+
+
+def _ignore_spec(
+    path: Path, root: Path, problems: list[Finding], file: str
+) -> pathspec.PathSpec | None:
+    """One ``.indexignore``'s patterns; a line the pattern library refuses (``!``, a
+    trailing backslash) is skipped with a warning, as git skips a pattern it cannot use."""
+    try:
+        data = read_regular(path, root=root, limit=INDEX_IGNORE_BYTES)
+    except InputError as exc:
+        problems.append(_parse_finding(file, None, f"cannot read: {exc.message}"))
+        return None
+    usable = []
+    for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except (ValueError, re.error) as exc:  # GitIgnorePatternError is a ValueError
+            message = f"pattern {line!r} skipped: {exc}"
+            problems.append(Finding("parse", "warning", message, file, number))
+            continue
+        usable.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(usable)
 
 
 def _ignored(path: Path, ignores: list[tuple[Path, pathspec.PathSpec]], *, directory: bool) -> bool:
@@ -104,15 +179,44 @@ _WHITESPACE = re.compile(r"[ \t\r\n]*")
 
 
 class _GoRefuses(ValueError):
-    """Python's json reads it; Go's encoding/json (and so opm) refuses it."""
+    """Python's json reads it; Go's encoding/json (and so opm) refuses it. ``text``: what
+    to look for to find the line (else a NaN/Infinity constant is looked for)."""
+
+    def __init__(self, message: str, text: str | None = None) -> None:
+        super().__init__(message)
+        self.text = text
 
 
 def _refuse_constant(name: str) -> Any:
     raise _GoRefuses(f"invalid character {name[1] if name[0] == '-' else name[0]!r}")
 
 
-# Go's decoder is stricter than Python's: NaN, Infinity and -Infinity are no JSON values.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+def _out_of_range(number: str) -> _GoRefuses:
+    shown = number if len(number) <= 24 else f"{number[:20]}... ({len(number)} characters)"
+    return _GoRefuses(f"number {shown} is out of range (Go reads it as a float64)", number)
+
+
+def _int(number: str) -> int:
+    """A JSON integer; one longer than Python converts (4,300 digits) is out of float64's
+    range too, where Go's decoder refuses it."""
+    try:
+        return int(number)
+    except ValueError:
+        raise _out_of_range(number) from None
+
+
+def _float(number: str) -> float:
+    """A JSON number with a fraction or exponent; beyond float64 (``1e400``) Go refuses
+    it, and Python's infinity could not be written back as JSON."""
+    value = float(number)
+    if math.isinf(value):
+        raise _out_of_range(number)
+    return value
+
+
+# Go's decoder is stricter than Python's: NaN, Infinity and -Infinity are no JSON values,
+# numbers beyond float64 are errors. (Numbers are rare in catalogs: the hooks cost little.)
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_int, parse_float=_float)
 _CONSTANT = re.compile(r"(?<=[:\[,])[ \t\r\n]*-?(?:NaN|Infinity)\b")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -122,8 +226,10 @@ def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int
     file is never held twice); a defect raises InputError naming the file and line.
 
     What Go's encoding/json refuses is refused too (``NaN``, invalid escapes such as
-    ``\\<``); a lone UTF-16 surrogate becomes U+FFFD, as Go decodes it.
+    ``\\<``, numbers beyond float64); a lone UTF-16 surrogate becomes U+FFFD, as Go
+    decodes it. An object nested deeper than :data:`inputlimits.MAX_DEPTH` is an error.
     """
+    inputlimits.ensure_recursion_room()
     position, line, length = 0, 1, len(text)
     surrogates = _SURROGATE_ESCAPE.search(text) is not None
     while True:
@@ -138,11 +244,21 @@ def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int
                 f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, line=exc.lineno
             ) from None
         except _GoRefuses as exc:
+            if exc.text is not None:
+                at = text.find(exc.text, start)
+                where = line + text.count("\n", start, at) if at >= 0 else line
+                raise InputError(f"invalid JSON: {exc}", path=file, line=where) from None
             found = _CONSTANT.search(text, start)
             where = line + text.count("\n", start, found.start()) if found else line
             raise InputError(
                 f"invalid JSON: {exc} looking for beginning of value", path=file, line=where
             ) from None
+        except RecursionError:  # deeper than even the raised recursion limit
+            data, end = None, None
+        deep = inputlimits.json_too_deep(text, start, end)
+        if deep is not None or end is None:
+            where = line + text.count("\n", start, deep) if deep is not None else line
+            raise InputError(inputlimits.too_deep_message("JSON"), path=file, line=where)
         if not isinstance(data, dict):
             raise InputError(f"expected a JSON object, found {_kind(data)}", path=file, line=line)
         yield (_replace_surrogates(data) if surrogates else data), line
@@ -385,14 +501,30 @@ def decode_blob(blob: RawBlob, config: dc.DeclarativeConfig) -> Finding | None:
 # --- entry points ------------------------------------------------------------------------
 
 
+def read_catalog_text(path: Path, root: Path | None) -> str:
+    """One catalog file's text: a regular UTF-8 file (symlinks resolved, and inside
+    ``root`` when given) of at most :data:`CATALOG_FILE_BYTES`; else an InputError
+    "cannot read: ..." naming it."""
+    try:
+        return read_regular(path, root=root, limit=CATALOG_FILE_BYTES).decode("utf-8")
+    except InputError as exc:
+        raise InputError(f"cannot read: {exc.message}", path=path) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"cannot read: not UTF-8 text (byte {exc.start})", path=path) from None
+
+
 def iter_raw_blobs(root: Path) -> Iterator[tuple[list[RawBlob], list[Finding]]]:
-    """Per file, in walk order: its blobs and its parse problems."""
-    for path in catalog_files(root):
+    """Per file, in walk order: its blobs and its parse problems (the walk's first)."""
+    files, problems = walk_catalog(root)
+    if problems:
+        yield [], problems
+    inside = root if root.is_dir() else None
+    for path in files:
         file = display_path(path)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            yield [], [_parse_finding(file, None, f"cannot read: {exc}")]
+            text = read_catalog_text(path, inside)
+        except InputError as exc:
+            yield [], [_parse_finding(file, None, exc.message)]
             continue
         yield parse_blobs(text, file)
 

@@ -29,7 +29,7 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog import opm_bundle
 from olmtool.catalog import properties as props
 from olmtool.catalog.choices import BundlePayload
-from olmtool.catalog.load import load_catalog_strict, load_texts
+from olmtool.catalog.load import load_catalog_strict, load_texts, read_catalog_text, walk_catalog
 from olmtool.catalog.opm_bundle import dig
 from olmtool.errors import InputError, display_path
 
@@ -153,15 +153,28 @@ def render_image(
 
 
 def _image_catalog(reference: str, root: Path, configs_label: str) -> dc.DeclarativeConfig:
-    """The FBC under a catalog image's configs directory, files named ``ref:/configs/...``."""
+    """The FBC under a catalog image's configs directory, files named ``ref:/configs/...``.
+
+    Read like a catalog directory (.indexignore applies; symlinks stay inside the configs
+    directory, FIFOs and devices are refused: an image is someone else's tree).
+    """
     configs = root / configs_label.lstrip("/")
-    texts = {
-        f"{reference}:{configs_label.rstrip('/')}/{p.relative_to(configs).as_posix()}": p.read_text(
-            encoding="utf-8"
-        )
-        for p in sorted(configs.rglob("*"))
-        if p.is_file() and p.name != ".indexignore"
-    }
+    prefix = f"{reference}:{configs_label.rstrip('/')}/"
+
+    def name(path: Path) -> str:
+        return prefix + (path.relative_to(configs).as_posix() if path != configs else "")
+
+    texts = {}
+    if configs.is_dir():
+        files, problems = walk_catalog(configs, name=name)
+        for problem in problems:
+            if problem.severity == "error":
+                raise InputError(problem.message, path=problem.file, line=problem.line)
+        for path in files:
+            try:
+                texts[name(path)] = read_catalog_text(path, configs)
+            except InputError as exc:
+                raise InputError(exc.message, path=name(path)) from None
     result = load_texts(texts)
     if result.errors:
         first = result.errors[0]

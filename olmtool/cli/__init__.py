@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import typer
 
@@ -17,7 +19,8 @@ app = typer.Typer(
     help=(
         "Package Kubernetes operators for the Operator Lifecycle Manager (OLM): CRDs from "
         "Python schemas, bundles, file-based catalogs.\n\n"
-        "Example: olmtool crd generate --check"
+        "Example: olmtool crd generate --check\n\n"
+        "Exit codes: 0 ok, 1 findings or failure, 2 usage error, 3 internal error (a bug)."
     ),
     no_args_is_help=True,
     rich_markup_mode="rich",
@@ -51,11 +54,17 @@ def _root(
         is_eager=True,
     ),
 ) -> None:
-    """Exit codes: 0 ok, 1 findings or failure, 2 usage error."""
+    """Exit codes: 0 ok, 1 findings or failure, 2 usage error, 3 internal error (a bug)."""
+
+
+ISSUES = "https://github.com/olmtool/olmtool/issues"
+EXIT_INTERNAL_ERROR = 3
 
 
 def main() -> None:
-    """Console entry point: user errors become one line on stderr and exit code 1."""
+    """Console entry point: user errors become one line on stderr and exit code 1; any
+    other exception is a bug in olmtool: its traceback, a line saying where to report it,
+    and exit code 3, so that CI tells a crash from a verdict."""
     try:
         app()
     except OlmtoolError as exc:
@@ -64,3 +73,26 @@ def main() -> None:
     except KeyboardInterrupt:
         error("interrupted")
         sys.exit(130)
+    except BrokenPipeError:  # the reader went away (olmtool ... | head): not a bug
+        _quiet_stdout()
+        sys.exit(1)
+    except Exception as exc:
+        traceback.print_exc()
+        print(internal_error_line(exc), file=sys.stderr)
+        sys.exit(EXIT_INTERNAL_ERROR)
+
+
+def internal_error_line(exc: BaseException) -> str:
+    return (
+        f"olmtool: internal error (a bug, not a finding): {type(exc).__name__}: {exc}; "
+        f"please report it at {ISSUES} with the command you ran"
+    )
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -73,28 +73,34 @@ def _line_maps(text: str, count: int) -> list[dict[NodePath, int]] | None:
     maps = []
     for node in nodes:
         lines: dict[NodePath, int] = {}
-        _collect_lines(node, (), lines, set())
+        _collect_lines(node, lines)
         maps.append(lines)
     return maps
 
 
-def _collect_lines(
-    node: yaml.Node, path: NodePath, out: dict[NodePath, int], seen: set[int]
-) -> None:
-    if id(node) in seen:  # an alias back into its own anchor
-        return
-    seen = seen | {id(node)}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                child = (*path, kyaml.key_text(key))
-                out[child] = key.start_mark.line + 1
-                _collect_lines(value, child, out, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            child = (*path, index)
-            out[child] = item.start_mark.line + 1
-            _collect_lines(item, child, out, seen)
+def _collect_lines(root: yaml.Node, out: dict[NodePath, int]) -> None:
+    """The line of every key and item below ``root``, each node visited once: what an
+    alias repeats keeps the lines of its anchor only (a "billion laughs" stays small),
+    and no recursion (nesting is bounded, but a walk need not rely on it)."""
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, NodePath]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in reversed(node.value):
+                if isinstance(key, yaml.ScalarNode):
+                    child = (*path, kyaml.key_text(key))
+                    out.setdefault(child, key.start_mark.line + 1)
+                    stack.append((value, child))
+        elif isinstance(node, yaml.SequenceNode):
+            for index in range(len(node.value) - 1, -1, -1):
+                item = node.value[index]
+                child = (*path, index)
+                out.setdefault(child, item.start_mark.line + 1)
+                stack.append((item, child))
 
 
 # --- strict decoding helpers (sigs.k8s.io/yaml UnmarshalStrict: unknown keys are errors) ---
