@@ -136,9 +136,9 @@ class _Builder:
         """The blobs of one file, as the loader reads them: a parse problem is a finding
         and ends the file. JSON is read one object at a time, never held twice."""
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.load_findings.append(Finding("parse", "error", f"cannot read: {exc}", file))
+            text = load.read_catalog_text(path, self.base)
+        except InputError as exc:
+            self.load_findings.append(Finding("parse", "error", exc.message, file))
             return
         if text.lstrip().startswith("{"):
             try:

@@ -10,6 +10,7 @@ from typing import Any
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import load
 from olmtool.errors import InternalError
+from olmtool.safefiles import read_regular
 from olmtool.serve.index.data import (
     GVK,
     BundleSummary,
@@ -159,7 +160,7 @@ class CatalogIndex:
         target = (base / source).parent / ref
         if Path(ref).is_absolute() or not target.resolve().is_relative_to(base.resolve()):
             raise ValueError(f"object ref {ref!r} leaves the catalog")
-        return target.read_bytes()
+        return read_regular(target, root=base)
 
     def find_blobs(self, schema: str = "", package: str = "", name: str = "") -> list[BlobRef]:
         """Blobs matching every non-empty filter, in file order (catalogd's metas)."""
