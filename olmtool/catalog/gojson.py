@@ -119,66 +119,52 @@ def _key(key: Any) -> str:
     return str(key)
 
 
+# A JSON string token (unrolled: no per-character alternation) and JSON's whitespace.
+_STRING = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")', re.S)
+_NO_SPACE = str.maketrans("", "", " \t\r\n")
+
+
 def compact(raw: str) -> str:
-    """``json.Compact`` (no HTML escaping): insignificant whitespace removed."""
-    out: list[str] = []
-    in_string = escaped = False
-    for char in raw:
-        if in_string:
-            out.append(char)
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char in " \t\r\n":
-            continue
-        else:
-            out.append(char)
-            in_string = char == '"'
-    return "".join(out)
+    """``json.Compact`` (no HTML escaping) of valid JSON: insignificant whitespace removed."""
+    parts = _STRING.split(raw)  # even: between strings, odd: strings
+    parts[::2] = [part.translate(_NO_SPACE) for part in parts[::2]]
+    return "".join(parts)
 
 
 def indent(raw: str, prefix: str, step: str = "    ") -> str:
-    """``json.Indent(dst, raw, prefix, step)`` of compact JSON: a new line per element,
-    ``": "`` after keys, empty ``{}``/``[]`` kept on one line."""
+    """``json.Indent(dst, raw, prefix, step)`` of valid JSON: a new line per element,
+    ``": "`` after keys, empty ``{}``/``[]`` kept on one line. Strings are copied whole;
+    only the text between them is walked."""
     out: list[str] = []
     depth = 0
-    need_indent = in_string = escaped = False
-    for char in raw:
-        if in_string:
-            out.append(char)
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-            continue
-        if char in " \t\r\n":
-            continue
-        if need_indent and char not in "]}":
-            need_indent = False
-            depth += 1
-            out.append("\n" + prefix + step * depth)
-        if char == '"':
-            in_string = True
-            out.append(char)
-        elif char in "[{":
-            need_indent = True  # delayed so that an empty value stays "{}"
-            out.append(char)
-        elif char == ",":
-            out.append(",\n" + prefix + step * depth)
-        elif char == ":":
-            out.append(": ")
-        elif char in "]}":
+    need_indent = False
+    for index, part in enumerate(_STRING.split(raw)):
+        if index % 2:  # a string: a value or a key
             if need_indent:
                 need_indent = False
-            else:
-                depth -= 1
+                depth += 1
                 out.append("\n" + prefix + step * depth)
-            out.append(char)
-        else:
-            out.append(char)
+            out.append(part)
+            continue
+        for char in part.translate(_NO_SPACE):
+            if need_indent and char not in "]}":
+                need_indent = False
+                depth += 1
+                out.append("\n" + prefix + step * depth)
+            if char in "[{":
+                need_indent = True  # delayed so that an empty value stays "{}"
+                out.append(char)
+            elif char == ",":
+                out.append(",\n" + prefix + step * depth)
+            elif char == ":":
+                out.append(": ")
+            elif char in "]}":
+                if need_indent:
+                    need_indent = False
+                else:
+                    depth -= 1
+                    out.append("\n" + prefix + step * depth)
+                out.append(char)
+            else:
+                out.append(char)
     return "".join(out)
