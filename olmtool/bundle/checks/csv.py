@@ -282,6 +282,8 @@ def _install_modes(csv: Object) -> Iterator[Finding]:
 
 def _min_kube_version(csv: Object) -> Iterator[Finding]:
     value = csv.get("spec.minKubeVersion")
+    if wrong_type(value, str):
+        return  # csv/field-type's
     if value is None or (isinstance(value, str) and not value.strip()):
         yield csv.finding(
             "csv/min-kube-version-empty",

@@ -14,7 +14,7 @@ import semver
 
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
-from olmtool.bundle.checks.csv import annotations_of, deployments_of, pod_spec_of
+from olmtool.bundle.checks.csv import annotations_of, deployments_of, pod_spec_of, wrong_type
 from olmtool.bundle.format import Capability
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.godecode import go_list, go_map
@@ -144,6 +144,12 @@ def _contacts(csv: Object) -> Iterator[Finding]:
         key = contacts.key
         for index, entry in enumerate(go_list(csv.get(contacts.field))):
             path = f"{contacts.field}[{index}]"
+            if isinstance(entry, dict) and any(
+                wrong_type(entry.get(k), str) for k in ("name", key)
+            ):
+                continue  # csv/field-type's
+            if entry is not None and not isinstance(entry, dict):
+                continue
             if not isinstance(entry, dict) or not entry.get("name") or not entry.get(key):
                 yield csv.finding(contacts.check, "error", contacts.incomplete, path)
             elif not contacts.valid(str(entry[key])):
@@ -172,6 +178,8 @@ def _icon(csv: Object) -> Iterator[Finding]:
         )
     for index, icon in enumerate(icons):
         path = f"spec.icon[{index}]"
+        if icon is not None and not isinstance(icon, dict):
+            continue  # csv/field-type's
         data = icon.get("base64data") if isinstance(icon, dict) else None
         mediatype = icon.get("mediatype") if isinstance(icon, dict) else None
         if not data:

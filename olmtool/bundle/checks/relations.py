@@ -19,7 +19,7 @@ from olmtool.bundle.checks.csv import (
 from olmtool.bundle.examples import example_problems
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.bundle.monitoring import monitoring_problems
-from olmtool.crd import check_crd
+from olmtool.crd import check_crd, decode_crd
 from olmtool.errors import InputError
 from olmtool.findings import Severity
 from olmtool.godecode import go_list, go_str
@@ -42,7 +42,7 @@ def crd_schemas(bundle: Bundle, context: Context) -> Iterator[Finding]:
 @register("bundle")
 def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
     csv = bundle.csv
-    by_name: dict[str, object] = {}
+    by_name: dict[str, Object] = {}
     gvks: dict[tuple[str, str, str], str] = {}
     for crd in bundle.crds:
         if crd.name in by_name:
@@ -86,6 +86,8 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
                 path,
             )
             continue
+        if crd.api_version == "apiextensions.k8s.io/v1" and decode_crd(crd.document)[1]:
+            continue  # it does not decode: crd/schema says why, nothing can be compared
         versions = set(crd_versions(crd))
         # A missing version or kind is csv/required's finding.
         version = entry.get("version")
@@ -211,7 +213,11 @@ def release_and_images(csv: Object, bundle: Bundle, context: Context) -> Iterato
     images = csv.get("spec.relatedImages")
     for index, entry in enumerate(images if isinstance(images, list) else []):
         path = f"spec.relatedImages[{index}]"
+        if entry is not None and not isinstance(entry, dict):
+            continue  # csv/field-type's
         image = entry.get("image") if isinstance(entry, dict) else None
+        if wrong_type(image, str):
+            continue
         if not image:
             yield csv.finding(
                 "bundle/related-images", "error", "a related image needs an image reference", path
