@@ -93,7 +93,7 @@ def run_check(check: Check, bundle: Bundle, context: Context) -> list[Finding]:
                 f"the check {check.__module__}.{check.__qualname__} crashed "
                 f"({_where(exc)}{type(exc).__name__}: {exc}); this is a bug in olmtool, "
                 f"please report it at {ISSUES_URL} with the bundle that causes it",
-                bundle.display("").rstrip("/"),
+                bundle.label or bundle.display("").rstrip("/"),
             )
         )
     return found
