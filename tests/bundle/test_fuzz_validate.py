@@ -9,7 +9,7 @@ case is validated with every suite: findings are fine, an exception or the drive
 
 The targets times the values are some 11,500 cases (plus some 29,000 schema-keyword
 cases), too many for every run: hypothesis samples 500, derandomized, so CI is
-reproducible (about 10 s of CPU). ``OLMTOOL_FUZZ_EXHAUSTIVE=1`` runs them all (some ten
+reproducible (about 15 s of CPU). ``OLMTOOL_FUZZ_EXHAUSTIVE=1`` runs them all (some ten
 minutes on one core).
 """
 
