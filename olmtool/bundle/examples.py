@@ -6,7 +6,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from olmtool.crd import validate_object
+from olmtool.crd import decode_crd, validate_object
+from olmtool.godecode import go_str
 
 
 @dataclass(frozen=True)
@@ -19,9 +20,15 @@ class ExampleProblem:
 def example_problems(
     examples: Sequence[Any], crds: Sequence[dict[str, Any]]
 ) -> Iterator[ExampleProblem]:
-    """What the apiserver would reject (or which kind nobody serves) for each example."""
+    """What the apiserver would reject (or which kind nobody serves) for each example.
+
+    A CRD that does not decode (a value of the wrong type) is refused itself (``crd/schema``
+    says why) and serves nothing here."""
     by_gvk = {}
-    for crd in crds:
+    for document in crds:
+        crd, problems = decode_crd(document)
+        if problems:
+            continue
         spec = crd.get("spec") or {}
         for version in spec.get("versions") or []:
             gvk = (spec.get("group"), version.get("name"), (spec.get("names") or {}).get("kind"))
@@ -30,9 +37,7 @@ def example_problems(
         if not isinstance(example, dict):
             yield ExampleProblem(index, "an example must be an object", owned=True)
             continue
-        group, _, version = str(example.get("apiVersion", "")).rpartition("/")
-        gvk = (group, version, example.get("kind"))
-        crd = by_gvk.get(gvk)
+        crd = by_gvk.get(example_gvk(example))
         if crd is None:
             yield ExampleProblem(
                 index,
@@ -46,8 +51,9 @@ def example_problems(
 
 
 def example_gvk(example: Any) -> tuple[str, str, str]:
-    """(group, version, kind) of an example object."""
+    """(group, version, kind) of an example object, as Go's TypeMeta holds them (a value
+    that is not a string is "")."""
     if not isinstance(example, dict):
         return ("", "", "")
-    group, _, version = str(example.get("apiVersion", "")).rpartition("/")
-    return (group, version, str(example.get("kind", "")))
+    group, _, version = go_str(example.get("apiVersion")).rpartition("/")
+    return (group, version, go_str(example.get("kind")))

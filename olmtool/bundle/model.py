@@ -6,6 +6,7 @@ finding of the ``loader`` suite, so that validation reports every problem at onc
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from olmtool.bundle import format as fmt
 from olmtool.errors import InputError, display_path
 from olmtool.findings import Finding as BaseFinding
 from olmtool.findings import Severity
+from olmtool.safefiles import read_regular
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ class Bundle:
     annotations_source: kyaml.YamlFile | None = None
     image_labels: dict[str, str] | None = None
     problems: list[Finding] = field(default_factory=list)
+    # what the loader saw besides the files it read: real directories (never symlinks)
+    # and entries it refused to read (a finding each), relative to the root
+    directories: set[str] = field(default_factory=set)
+    unreadable: set[str] = field(default_factory=set)
 
     def display(self, relative: str) -> str:
         if self.label:
@@ -150,36 +156,81 @@ def load_bundle(root: Path, *, label: str | None = None) -> Bundle:
     if not root.is_dir():
         raise InputError("not a bundle directory (expected manifests/ and metadata/)", path=root)
     bundle = Bundle(root=root, label=label)
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            bundle.files[path.relative_to(root).as_posix()] = path.read_bytes()
+    _read_tree(bundle)
     _load_manifests(bundle)
     _load_annotations(bundle)
     return bundle
 
 
+def _read_tree(bundle: Bundle) -> None:
+    """Every regular file below the root, through :func:`~olmtool.safefiles.read_regular`:
+    directories are entered, never followed through symlinks; a symlink is read only when
+    it leads to a regular file inside the bundle. Anything else (dangling or looping
+    symlinks, links out of the bundle or to directories, FIFOs, devices, sockets, huge
+    files) is a ``loader/unreadable-file`` finding and never blocks or leaves the tree."""
+    pending = [""]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(bundle.root / directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            bundle.unreadable.add(directory)
+            bundle.problem(_UNREADABLE, f"cannot list: {exc.strerror or exc}", directory or ".")
+            continue
+        for entry in entries:
+            relative = f"{directory}/{entry.name}" if directory else entry.name
+            try:
+                is_directory = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_directory = False
+            if is_directory:
+                bundle.directories.add(relative)
+                pending.append(relative)
+                continue
+            try:
+                bundle.files[relative] = read_regular(Path(entry.path), root=bundle.root)
+            except InputError as exc:
+                bundle.unreadable.add(relative)
+                bundle.problem(
+                    _UNREADABLE,
+                    f"{exc.message}: only regular files inside the bundle are read",
+                    relative,
+                )
+
+
+_UNREADABLE = "loader/unreadable-file"
+
+
 def _has_directory(bundle: Bundle, name: str, check: str) -> bool:
-    """Whether the bundle has the top-level directory ``name``; a finding says it has not."""
-    if (bundle.root / name).is_dir():
+    """Whether the bundle has the top-level directory ``name``; a finding says it has not
+    (unless the loader already reported what is there instead)."""
+    if name in bundle.directories:
         return True
-    bundle.problem(check, f"the bundle has no {name}/ directory")
+    if name not in bundle.unreadable:
+        bundle.problem(check, f"the bundle has no {name}/ directory")
     return False
 
 
 def _load_manifests(bundle: Bundle) -> None:
     if not _has_directory(bundle, fmt.MANIFESTS_DIR, "format/manifests-missing"):
         return
-    for path in sorted((bundle.root / fmt.MANIFESTS_DIR).iterdir()):
-        relative = path.relative_to(bundle.root).as_posix()
-        if path.name.startswith("."):
+    prefix = f"{fmt.MANIFESTS_DIR}/"
+    entries = sorted(
+        name
+        for name in (*bundle.files, *bundle.directories, *bundle.unreadable)
+        if name.startswith(prefix) and "/" not in name[len(prefix) :]
+    )
+    for relative in entries:
+        if relative.rpartition("/")[2].startswith("."):
             bundle.problem(
                 "loader/hidden-file", "hidden files are not allowed in manifests/", relative
             )
-        elif path.is_dir():
+        elif relative in bundle.directories:
             bundle.problem(
                 "loader/subdirectory", "subdirectories are not allowed in manifests/", relative
             )
-        else:
+        elif relative in bundle.files:
             _load_manifest(bundle, relative)
     csvs = bundle.csvs
     if not csvs and not any(p.check == "loader/csv-parse" for p in bundle.problems):
@@ -241,6 +292,8 @@ def _load_annotations(bundle: Bundle) -> None:
     if not _has_directory(bundle, fmt.METADATA_DIR, "format/metadata-missing"):
         return
     relative = fmt.ANNOTATIONS_FILE
+    if relative in bundle.unreadable:
+        return  # loader/unreadable-file says what it is
     if relative not in bundle.files:
         bundle.problem("format/annotations-missing", "no metadata/annotations.yaml", "metadata")
         return

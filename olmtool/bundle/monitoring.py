@@ -186,7 +186,7 @@ def monitoring_problems(document: Any) -> Iterator[MonitoringProblem]:
     """What the apiserver, the prometheus-operator or Prometheus would refuse (errors), or
     silently drop or over-select (warnings), in a ServiceMonitor or PrometheusRule."""
     kind = document.get("kind") if isinstance(document, dict) else None
-    if kind not in CRDS:
+    if not isinstance(kind, str) or kind not in CRDS:
         return
     report = validate_object(CRDS[kind], document)
     for error in report.errors:

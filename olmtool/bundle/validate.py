@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Context
+from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Check, Context
 from olmtool.bundle.checks.table import origin_of
 from olmtool.bundle.model import Bundle, Finding
 from olmtool.errors import ArgumentError, InputError
@@ -13,6 +15,8 @@ from olmtool.findings import Findings
 from olmtool.versions import parse_version
 
 ALL = "all"
+CHECK_CRASHED = "internal/check-crashed"
+ISSUES_URL = "https://github.com/olmtool/olmtool/issues"
 
 
 @dataclass
@@ -68,9 +72,47 @@ def validate_bundle(
     report = Report(bundle=bundle.label or bundle.display("").rstrip("/"), suites=tuple(suites))
     for suite in suites:
         for check in SUITES[suite]:
-            report.findings.extend(check(bundle, context))
+            report.findings.extend(run_check(check, bundle, context))
     report.findings.sort(key=_order)
     return report
+
+
+def run_check(check: Check, bundle: Bundle, context: Context) -> list[Finding]:
+    """The findings of one check. A check that raises is a bug in olmtool: its findings so
+    far are kept, and an ``internal/check-crashed`` error names it and where to report
+    it, so one broken check never costs the rest of the report (nor passes the bundle)."""
+    found: list[Finding] = []
+    try:
+        for finding in check(bundle, context):
+            found.append(finding)
+    except Exception as exc:  # the last-resort guard: reported as an error finding
+        found.append(
+            Finding(
+                CHECK_CRASHED,
+                "error",
+                f"the check {check.__module__}.{check.__qualname__} crashed "
+                f"({_where(exc)}{type(exc).__name__}: {exc}); this is a bug in olmtool, "
+                f"please report it at {ISSUES_URL} with the bundle that causes it",
+                bundle.label or bundle.display("").rstrip("/"),
+            )
+        )
+    return found
+
+
+def _where(exc: BaseException) -> str:
+    """``olmtool/bundle/checks/csv.py:123: ``: the innermost frame in olmtool's code (else
+    the innermost frame's file name), for the bug report."""
+    frames = traceback.extract_tb(exc.__traceback__)[1:]  # from the check down
+    if not frames:
+        return ""
+    ours = [f for f in frames if Path(f.filename).is_relative_to(_PACKAGE)]
+    frame = ours[-1] if ours else frames[-1]
+    path = Path(frame.filename)
+    shown = path.relative_to(_PACKAGE.parent) if ours else Path(path.name)
+    return f"{shown.as_posix()}:{frame.lineno}: "
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]  # the olmtool package
 
 
 def _order(finding: Finding) -> tuple:

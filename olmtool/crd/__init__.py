@@ -24,6 +24,7 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
+        "olmtool.crd.apitypes": ("decode_crd",),
         "olmtool.crd.generate": (
             "GeneratedFile",
             "LoadedResource",
@@ -101,6 +102,7 @@ __all__ = [
     "check_crd",
     "check_crd_files",
     "check_schema",
+    "decode_crd",
     "generate_crds",
     "load_resources",
     "model_to_openapi",

@@ -11,6 +11,7 @@ from olmtool.crd.markers import PRESERVE_UNKNOWN, VALIDATIONS
 from olmtool.crd.schema_rules import SchemaChecker
 from olmtool.crd.violations import Violation
 from olmtool.crd.violations import quote as _q
+from olmtool.godecode import go_map
 
 ALLOWED_AT_ROOT_WITH_STATUS = frozenset(
     {
@@ -75,7 +76,8 @@ def crd_violations(crd: dict[str, Any]) -> Iterator[Violation]:
         yield Violation(
             "spec.group", f"Invalid value: {_q(group)}: should be a domain with at least one dot"
         )
-    name = (crd.get("metadata") or {}).get("name")
+    # metadata is not decoded here (content checks own it): read it as Go would hold it
+    name = go_map(crd.get("metadata")).get("name")
     expected = f"{names.get('plural', '')}.{group}"
     if name != expected:
         yield Violation(

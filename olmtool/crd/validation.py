@@ -35,6 +35,12 @@ from olmtool.crd.markers import (
 )
 
 _OPENAPI_ONLY = ("nullable", "example", "externalDocs", "x-kubernetes-")
+# Keywords the apiserver refuses in a CRD schema (the CRD checks report them): left out,
+# since jsonschema would act on them ($ref and id resolve references).
+_REFUSED = frozenset(
+    {"id", "$schema", "$ref", "definitions", "dependencies", "additionalItems", "patternProperties"}
+)
+_TYPES = frozenset({"array", "boolean", "integer", "number", "object", "string"})
 
 
 @dataclass
@@ -57,7 +63,19 @@ def openapi_to_jsonschema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _convert(node: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in node.items() if not k.startswith(_OPENAPI_ONLY) and k != "default"}
+    """``node`` is a decoded schema (:mod:`.apitypes`); what the apiserver would refuse in
+    it (the CRD checks report that) is left out rather than given to jsonschema."""
+    out = {
+        k: v
+        for k, v in node.items()
+        if not k.startswith(_OPENAPI_ONLY) and k != "default" and k not in _REFUSED
+    }
+    if out.get("type") not in _TYPES:
+        out.pop("type", None)
+    if not isinstance(out.get("multipleOf"), (int, float)) or out["multipleOf"] <= 0:
+        out.pop("multipleOf", None)
+    if not isinstance(node.get("items"), dict):
+        out.pop("items", None)
     if "properties" in node:
         out["properties"] = {name: _convert(child) for name, child in node["properties"].items()}
     if isinstance(node.get("additionalProperties"), dict):
@@ -143,7 +161,8 @@ def validate_against(value: Any, schema: dict[str, Any], path: str = "") -> Obje
 
 
 def validate_object(crd: dict[str, Any], obj: Any) -> ObjectReport:
-    """Validate a custom resource against the version of ``crd`` it names."""
+    """Validate a custom resource against the version of ``crd`` it names; ``crd`` is
+    well typed (a bundle's CRD decoded with :func:`~olmtool.crd.apitypes.decode_crd`)."""
     if not isinstance(obj, dict):
         return ObjectReport(errors=["object must be a mapping"])
     spec = crd.get("spec") or {}
@@ -161,7 +180,7 @@ def validate_object(crd: dict[str, Any], obj: Any) -> ObjectReport:
                 return ObjectReport(errors=[f"version {version_name} of {kind} is not served"])
             schema = (version.get("schema") or {}).get("openAPIV3Schema") or {}
             return validate_against(obj, schema)
-    served = sorted(v.get("name") for v in spec.get("versions") or [])
+    served = sorted(str(v.get("name") or "") for v in spec.get("versions") or [])
     return ObjectReport(
         errors=[f"{kind} has no version {version_name!r} (versions: {', '.join(served)})"]
     )
@@ -228,7 +247,13 @@ def go_regex(pattern: str) -> re.Pattern[str]:
 def _pattern(
     validator: Any, pattern: str, instance: Any, schema: dict[str, Any]
 ) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not go_regex(pattern).search(instance):
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        regex = go_regex(pattern)
+    except re.error:
+        return  # the CRD checks report the pattern; the apiserver refuses the CRD
+    if not regex.search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 

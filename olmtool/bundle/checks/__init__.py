@@ -9,6 +9,7 @@ origin (upstream or olmtool) and the severities it may take.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -44,10 +45,10 @@ def register_csv(suite: str) -> Callable[[CsvCheck], CsvCheck]:
     CSV (the loader reports that)."""
 
     def decorate(check: CsvCheck) -> CsvCheck:
+        @functools.wraps(check)
         def run(bundle: Bundle, context: Context) -> Iterable[Finding]:
             return () if bundle.csv is None else check(bundle.csv, bundle, context)
 
-        run.__name__ = check.__name__
         SUITES[suite].append(run)
         return check
 

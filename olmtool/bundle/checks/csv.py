@@ -9,8 +9,11 @@ from typing import Any
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register_csv
 from olmtool.bundle.checks.layout import dns_subdomain_problem
+from olmtool.bundle.csvtypes import decode_csv
+from olmtool.bundle.examples import example_gvk
 from olmtool.bundle.format import INSTALL_MODE_TYPES
 from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.godecode import go_list, go_map, go_str
 from olmtool.versions import parse_range, parse_version
 
 OLM_ANNOTATIONS = (
@@ -29,29 +32,6 @@ OLM_ANNOTATIONS = (
     "operatorframework.io/suggested-namespace",
     "operators.operatorframework.io/internal-objects",
 )
-# Fields whose type the apiserver (and OLM) would reject when wrong.
-FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
-    "spec.displayName": str,
-    "spec.description": str,
-    "spec.version": str,
-    "spec.replaces": str,
-    "spec.minKubeVersion": str,
-    "spec.maturity": str,
-    "spec.skips": list,
-    "spec.keywords": list,
-    "spec.maintainers": list,
-    "spec.links": list,
-    "spec.icon": list,
-    "spec.installModes": list,
-    "spec.relatedImages": list,
-    "spec.nativeAPIs": list,
-    "spec.webhookdefinitions": list,
-    "spec.provider": dict,
-    "spec.install": dict,
-    "spec.customresourcedefinitions": dict,
-    "spec.labels": dict,
-    "spec.selector": dict,
-}
 
 
 @register_csv("csv")
@@ -74,19 +54,9 @@ def csv_checks(csv: Object, bundle: Bundle, context: Context) -> Iterator[Findin
 
 
 def _types(csv: Object) -> Iterator[Finding]:
-    for dotted, expected in FIELD_TYPES.items():
-        value = csv.get(dotted)
-        if value is not None and not isinstance(value, expected):
-            message = f"must be {_kind(expected)}, not {json.dumps(value)}"
-            yield csv.finding("csv/field-type", "error", message, dotted)
-
-
-def _kind(expected: type | tuple[type, ...]) -> str:
-    """A type as messages name it: ``a string``, ``a list``, ``a mapping``."""
-    name = (
-        expected.__name__ if isinstance(expected, type) else "/".join(t.__name__ for t in expected)
-    )
-    return {"str": "a string", "list": "a list", "dict": "a mapping"}.get(name, name)
+    """Values upstream's loader cannot decode into the CSV's Go types (it refuses the CSV)."""
+    for problem in decode_csv(csv.document):
+        yield csv.finding("csv/field-type", "error", problem.message, problem.path)
 
 
 def _names(csv: Object) -> Iterator[Finding]:
@@ -101,8 +71,13 @@ def _names(csv: Object) -> Iterator[Finding]:
 
 
 def _required(csv: Object) -> Iterator[Finding]:
-    for dotted in ("spec.displayName", "spec.install", "spec.install.strategy"):
-        if not csv.get(dotted):
+    fields = [("spec.displayName", str), ("spec.install", dict)]
+    if isinstance(csv.get("spec.install"), dict):
+        fields.append(("spec.install.strategy", str))
+    for dotted, expected in fields:
+        value = csv.get(dotted)
+        # a value of another type is csv/field-type's
+        if not value and (value is None or isinstance(value, expected)):
             yield csv.finding(
                 "csv/required",
                 "error",
@@ -110,7 +85,7 @@ def _required(csv: Object) -> Iterator[Finding]:
                 dotted.rsplit(".", 1)[0],
             )
     strategy = csv.get("spec.install.strategy")
-    if strategy and strategy != "deployment":
+    if isinstance(strategy, str) and strategy and strategy != "deployment":
         yield csv.finding(
             "csv/required",
             "error",
@@ -126,7 +101,7 @@ def _version(csv: Object) -> Iterator[Finding]:
             parse_version(version)
         except ValueError as exc:
             yield csv.finding("csv/version", "error", str(exc), "spec.version")
-    skip_range = csv.get("metadata.annotations", {}).get("olm.skipRange")
+    skip_range = annotations_of(csv).get("olm.skipRange")
     if isinstance(skip_range, str):
         try:
             parse_range(skip_range)
@@ -139,9 +114,14 @@ def _version(csv: Object) -> Iterator[Finding]:
             )
 
 
+def annotations_of(csv: Object) -> dict[str, Any]:
+    """The CSV's annotations; none when they are not a mapping (content/metadata says so)."""
+    return go_map(csv.get("metadata.annotations"))
+
+
 def examples_of(csv: Object) -> tuple[list[Any] | None, str | None]:
     """The parsed alm-examples (None if absent) and a parse problem, if any."""
-    raw = (csv.get("metadata.annotations") or {}).get("alm-examples")
+    raw = annotations_of(csv).get("alm-examples")
     if raw is None:
         return None, None
     try:
@@ -159,8 +139,7 @@ def examples_of(csv: Object) -> tuple[list[Any] | None, str | None]:
 def mappings_at(csv: Object, dotted: str) -> list[dict[str, Any]]:
     """The mappings in the list at ``dotted``; other entries (and a non-list) are left out,
     since the field-type checks report them."""
-    entries = csv.get(dotted) or []
-    return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []
+    return [e for e in go_list(csv.get(dotted)) if isinstance(e, dict)]
 
 
 def owned_entries(csv: Object) -> list[dict[str, Any]]:
@@ -168,7 +147,7 @@ def owned_entries(csv: Object) -> list[dict[str, Any]]:
 
 
 def _examples(csv: Object) -> Iterator[Finding]:
-    annotations = csv.get("metadata.annotations") or {}
+    annotations = annotations_of(csv)
     at = "metadata.annotations[alm-examples]"
     if "alm-examples" in annotations and "olm.examples" in annotations:
         yield csv.finding(
@@ -190,7 +169,7 @@ def _examples(csv: Object) -> Iterator[Finding]:
         )
         return
     owned = {
-        (str(e.get("name", "")).partition(".")[2], e.get("version"), e.get("kind"))
+        (go_str(e.get("name")).partition(".")[2], go_str(e.get("version")), go_str(e.get("kind")))
         for e in owned_entries(csv)
     }
     exampled = set()
@@ -200,8 +179,7 @@ def _examples(csv: Object) -> Iterator[Finding]:
                 "csv/examples-json", "error", f"alm-examples[{index}] is not an object", at
             )
             continue
-        group, _, version = str(example.get("apiVersion", "")).rpartition("/")
-        gvk = (group, version, example.get("kind"))
+        gvk = example_gvk(example)
         exampled.add(gvk)
         if gvk not in owned:
             yield csv.finding(
@@ -224,9 +202,11 @@ def _examples(csv: Object) -> Iterator[Finding]:
 
 def _owned(csv: Object) -> Iterator[Finding]:
     for index, entry in enumerate(owned_entries(csv)):
-        name = str(entry.get("name", ""))
+        name = go_str(entry.get("name"))
         plural, _, group = name.partition(".")
-        if not plural or not group or dns_subdomain_problem(name):
+        if wrong_type(entry.get("name"), str):
+            pass  # csv/field-type's
+        elif not plural or not group or dns_subdomain_problem(name):
             yield csv.finding(
                 "csv/owned-crd-name",
                 "error",
@@ -234,7 +214,7 @@ def _owned(csv: Object) -> Iterator[Finding]:
                 f"spec.customresourcedefinitions.owned[{index}].name",
             )
         for key in ("version", "kind"):
-            if not entry.get(key):
+            if not entry.get(key) and not wrong_type(entry.get(key), str):
                 yield csv.finding(
                     "csv/required",
                     "error",
@@ -259,6 +239,8 @@ def _install_modes(csv: Object) -> Iterator[Finding]:
     for index, mode in enumerate(modes):
         path = f"spec.installModes[{index}]"
         kind = mode.get("type") if isinstance(mode, dict) else None
+        if kind is not None and not isinstance(kind, str):
+            continue  # csv/field-type's
         if kind not in INSTALL_MODE_TYPES:
             yield csv.finding(
                 "csv/install-modes",
@@ -276,14 +258,16 @@ def _install_modes(csv: Object) -> Iterator[Finding]:
             )
         else:
             seen[kind] = index
-    supported = {m.get("type") for m in modes if isinstance(m, dict) and m.get("supported") is True}
+    supported = {
+        go_str(m.get("type")) for m in modes if isinstance(m, dict) and m.get("supported") is True
+    }
     if not supported:
         yield csv.finding(
             "csv/install-modes", "error", "no install mode is supported", "spec.installModes"
         )
     conversion = [
         w
-        for w in csv.get("spec.webhookdefinitions") or []
+        for w in go_list(csv.get("spec.webhookdefinitions"))
         if isinstance(w, dict) and w.get("type") == "ConversionWebhook"
     ]
     if conversion and supported - {"AllNamespaces"}:
@@ -298,6 +282,8 @@ def _install_modes(csv: Object) -> Iterator[Finding]:
 
 def _min_kube_version(csv: Object) -> Iterator[Finding]:
     value = csv.get("spec.minKubeVersion")
+    if wrong_type(value, str):
+        return  # csv/field-type's
     if value is None or (isinstance(value, str) and not value.strip()):
         yield csv.finding(
             "csv/min-kube-version-empty",
@@ -313,7 +299,7 @@ def _min_kube_version(csv: Object) -> Iterator[Finding]:
 
 
 def _annotations(csv: Object) -> Iterator[Finding]:
-    annotations = csv.get("metadata.annotations") or {}
+    annotations = annotations_of(csv)
     canonical = {key.lower(): key for key in OLM_ANNOTATIONS}
     for key in annotations:
         expected = canonical.get(str(key).lower())
@@ -337,35 +323,33 @@ def deployments_of(csv: Object) -> list[dict[str, Any]]:
     return mappings_at(csv, "spec.install.spec.deployments")
 
 
+def pod_spec_of(deployment: dict[str, Any]) -> dict[str, Any]:
+    """A deployment's pod spec as Go holds it (empty where a level is not a mapping)."""
+    return go_map(go_map(go_map(deployment.get("spec")).get("template")).get("spec"))
+
+
+def wrong_type(value: Any, expected: type) -> bool:
+    """Set, but not of the type Go decodes it into (csv/field-type reports it)."""
+    return value is not None and not isinstance(value, expected)
+
+
 def _deployments(csv: Object) -> Iterator[Finding]:
     for index, deployment in enumerate(deployments_of(csv)):
         path = f"spec.install.spec.deployments[{index}]"
         name = deployment.get("name")
-        if not name or dns_subdomain_problem(name):
+        if not wrong_type(name, str) and (not name or dns_subdomain_problem(name)):
             yield csv.finding(
                 "csv/deployment", "error", f"deployment name {name!r} must be a DNS subdomain", path
             )
         spec = deployment.get("spec")
         if not isinstance(spec, dict):
-            yield csv.finding("csv/deployment", "error", f"deployment {name} has no spec", path)
+            if spec is None:
+                yield csv.finding("csv/deployment", "error", f"deployment {name} has no spec", path)
             continue
-        selector = (spec.get("selector") or {}).get("matchLabels") or {}
-        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        if not selector:
-            yield csv.finding(
-                "csv/deployment",
-                "error",
-                f"deployment {name} has no spec.selector.matchLabels",
-                f"{path}.spec",
-            )
-        elif any(labels.get(k) != v for k, v in selector.items()):
-            yield csv.finding(
-                "csv/deployment",
-                "error",
-                f"deployment {name}: selector {json.dumps(selector)} does not match the pod template's labels {json.dumps(labels)}",
-                f"{path}.spec.selector",
-            )
-        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        yield from _selector(csv, spec, name, path)
+        containers = pod_spec_of(deployment).get("containers")
+        if wrong_type(containers, list):
+            continue
         if not containers:
             yield csv.finding(
                 "csv/deployment",
@@ -373,7 +357,11 @@ def _deployments(csv: Object) -> Iterator[Finding]:
                 f"deployment {name} has no containers",
                 f"{path}.spec.template",
             )
-        for c_index, container in enumerate(containers):
+        for c_index, container in enumerate(containers or []):
+            if isinstance(container, dict) and (
+                wrong_type(container.get("image"), str) or wrong_type(container.get("name"), str)
+            ):
+                continue
             if (
                 not isinstance(container, dict)
                 or not container.get("image")
@@ -385,3 +373,26 @@ def _deployments(csv: Object) -> Iterator[Finding]:
                     f"deployment {name}: every container needs a name and an image",
                     f"{path}.spec.template.spec.containers[{c_index}]",
                 )
+
+
+def _selector(csv: Object, spec: dict[str, Any], name: Any, path: str) -> Iterator[Finding]:
+    """The selector's matchLabels select the pod template's labels."""
+    selector = spec.get("selector")
+    match_labels = selector.get("matchLabels") if isinstance(selector, dict) else None
+    if wrong_type(selector, dict) or wrong_type(match_labels, dict):
+        return
+    labels = go_map(go_map(go_map(spec.get("template")).get("metadata")).get("labels"))
+    if not match_labels:
+        yield csv.finding(
+            "csv/deployment",
+            "error",
+            f"deployment {name} has no spec.selector.matchLabels",
+            f"{path}.spec",
+        )
+    elif any(labels.get(k) != v for k, v in match_labels.items()):
+        yield csv.finding(
+            "csv/deployment",
+            "error",
+            f"deployment {name}: selector {json.dumps(match_labels)} does not match the pod template's labels {json.dumps(labels)}",
+            f"{path}.spec.selector",
+        )

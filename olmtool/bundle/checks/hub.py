@@ -14,9 +14,10 @@ import semver
 
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
-from olmtool.bundle.checks.csv import deployments_of
+from olmtool.bundle.checks.csv import annotations_of, deployments_of, pod_spec_of, wrong_type
 from olmtool.bundle.format import Capability
 from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.godecode import go_list, go_map
 from olmtool.versions import parse_version
 
 CAPABILITIES = Capability.__args__  # type: ignore[attr-defined]
@@ -141,8 +142,14 @@ def _contacts(csv: Object) -> Iterator[Finding]:
     """Maintainers, then links."""
     for contacts in CONTACT_LISTS:
         key = contacts.key
-        for index, entry in enumerate(csv.get(contacts.field) or []):
+        for index, entry in enumerate(go_list(csv.get(contacts.field))):
             path = f"{contacts.field}[{index}]"
+            if isinstance(entry, dict) and any(
+                wrong_type(entry.get(k), str) for k in ("name", key)
+            ):
+                continue  # csv/field-type's
+            if entry is not None and not isinstance(entry, dict):
+                continue
             if not isinstance(entry, dict) or not entry.get("name") or not entry.get(key):
                 yield csv.finding(contacts.check, "error", contacts.incomplete, path)
             elif not contacts.valid(str(entry[key])):
@@ -171,6 +178,8 @@ def _icon(csv: Object) -> Iterator[Finding]:
         )
     for index, icon in enumerate(icons):
         path = f"spec.icon[{index}]"
+        if icon is not None and not isinstance(icon, dict):
+            continue  # csv/field-type's
         data = icon.get("base64data") if isinstance(icon, dict) else None
         mediatype = icon.get("mediatype") if isinstance(icon, dict) else None
         if not data:
@@ -202,7 +211,7 @@ def _is_base64(data: str) -> bool:
 
 
 def _classification(csv: Object) -> Iterator[Finding]:
-    annotations = csv.get("metadata.annotations") or {}
+    annotations = annotations_of(csv)
     capability = annotations.get("capabilities")
     if capability is not None and capability not in CAPABILITIES:
         yield csv.finding(
@@ -244,8 +253,7 @@ def _deployments(csv: Object) -> Iterator[Finding]:
             "spec.install",
         )
     for index, deployment in enumerate(deployments):
-        pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-        for c_index, container in enumerate(pod.get("containers") or []):
+        for c_index, container in enumerate(go_list(pod_spec_of(deployment).get("containers"))):
             if not isinstance(container, dict) or _requests(container):
                 continue
             path = (
@@ -259,12 +267,12 @@ def _deployments(csv: Object) -> Iterator[Finding]:
 
 
 def _requests(container: dict[str, Any]) -> Any:
-    return (container.get("resources") or {}).get("requests")
+    return go_map(container.get("resources")).get("requests")
 
 
 def _crd_descriptions(csv: Object) -> Iterator[Finding]:
     for key in ("owned", "required"):
-        for index, entry in enumerate(csv.get(f"spec.customresourcedefinitions.{key}") or []):
+        for index, entry in enumerate(go_list(csv.get(f"spec.customresourcedefinitions.{key}"))):
             if isinstance(entry, dict) and not entry.get("description"):
                 message = f"{key} CRD {entry.get('name')} has no description"
                 path = f"spec.customresourcedefinitions.{key}[{index}]"
@@ -312,11 +320,11 @@ def _channel_names(bundle: Bundle) -> Iterator[Finding]:
 
 def _crd_write_rules(csv: Object) -> Iterator[Finding]:
     for key in ("permissions", "clusterPermissions"):
-        for index, entry in enumerate(csv.get(f"spec.install.spec.{key}") or []):
-            for r_index, rule in enumerate((entry or {}).get("rules") or []):
-                groups = set(rule.get("apiGroups") or [])
-                resources = set(rule.get("resources") or [])
-                verbs = set(rule.get("verbs") or [])
+        for index, entry in enumerate(go_list(csv.get(f"spec.install.spec.{key}"))):
+            for r_index, rule in enumerate(go_list(go_map(entry).get("rules"))):
+                groups = _strings(go_map(rule).get("apiGroups"))
+                resources = _strings(go_map(rule).get("resources"))
+                verbs = _strings(go_map(rule).get("verbs"))
                 if (
                     groups & {"apiextensions.k8s.io", "*"}
                     and resources & {"customresourcedefinitions", "*"}
@@ -328,6 +336,11 @@ def _crd_write_rules(csv: Object) -> Iterator[Finding]:
                         f"the operator may {', '.join(sorted(verbs & CRD_WRITE_VERBS))} CustomResourceDefinitions; OLM manages CRDs",
                         f"spec.install.spec.{key}[{index}].rules[{r_index}]",
                     )
+
+
+def _strings(value: Any) -> set[str]:
+    """The strings of a list of strings (Go keeps nothing of another type)."""
+    return {item for item in go_list(value) if isinstance(item, str)}
 
 
 # -- deprecated APIs ---------------------------------------------------------------------

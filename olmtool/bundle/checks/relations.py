@@ -9,13 +9,20 @@ from collections.abc import Iterator
 
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
-from olmtool.bundle.checks.csv import deployments_of, examples_of, owned_entries
+from olmtool.bundle.checks.csv import (
+    deployments_of,
+    examples_of,
+    owned_entries,
+    pod_spec_of,
+    wrong_type,
+)
 from olmtool.bundle.examples import example_problems
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.bundle.monitoring import monitoring_problems
-from olmtool.crd import check_crd
+from olmtool.crd import check_crd, decode_crd
 from olmtool.errors import InputError
 from olmtool.findings import Severity
+from olmtool.godecode import go_list, go_str
 from olmtool.images import parse_reference
 
 RELEASE = re.compile(r"^[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*$")
@@ -35,7 +42,7 @@ def crd_schemas(bundle: Bundle, context: Context) -> Iterator[Finding]:
 @register("bundle")
 def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
     csv = bundle.csv
-    by_name: dict[str, object] = {}
+    by_name: dict[str, Object] = {}
     gvks: dict[tuple[str, str, str], str] = {}
     for crd in bundle.crds:
         if crd.name in by_name:
@@ -62,7 +69,9 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
     owned_names = set()
     missing: set[str] = set()
     for index, entry in enumerate(owned_entries(csv)):
-        name = str(entry.get("name", ""))
+        if wrong_type(entry.get("name"), str):
+            continue  # csv/field-type's
+        name = go_str(entry.get("name"))
         owned_names.add(name)
         path = f"spec.customresourcedefinitions.owned[{index}]"
         crd = by_name.get(name)
@@ -77,20 +86,24 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
                 path,
             )
             continue
+        if crd.api_version == "apiextensions.k8s.io/v1" and decode_crd(crd.document)[1]:
+            continue  # it does not decode: crd/schema says why, nothing can be compared
         versions = set(crd_versions(crd))
         # A missing version or kind is csv/required's finding.
-        if entry.get("version") and entry.get("version") not in versions:
+        version = entry.get("version")
+        if isinstance(version, str) and version and version not in versions:
             yield csv.finding(
                 "bundle/owned-crd-version",
                 "error",
-                f"owned CRD {name} version {entry.get('version')!r} is not one of the CRD's versions ({', '.join(sorted(versions))})",
+                f"owned CRD {name} version {version!r} is not one of the CRD's versions ({', '.join(sorted(versions))})",
                 f"{path}.version",
             )
-        if entry.get("kind") and entry.get("kind") != crd.get("spec.names.kind"):
+        kind = entry.get("kind")
+        if isinstance(kind, str) and kind and kind != crd.get("spec.names.kind"):
             yield csv.finding(
                 "bundle/owned-crd-version",
                 "error",
-                f"owned CRD {name} kind {entry.get('kind')!r} is not the CRD's kind {crd.get('spec.names.kind')!r}",
+                f"owned CRD {name} kind {kind!r} is not the CRD's kind {crd.get('spec.names.kind')!r}",
                 f"{path}.kind",
             )
     for crd in bundle.crds:
@@ -106,8 +119,7 @@ def crd_ownership(bundle: Bundle, context: Context) -> Iterator[Finding]:
 def crd_versions(crd: Object) -> list[str]:
     """The version names a CRD defines: ``spec.versions``, or for apiextensions v1beta1
     without them the singular ``spec.version`` (as upstream's bundle validator reads it)."""
-    versions = crd.get("spec.versions")
-    names = [str(v.get("name")) for v in versions or [] if isinstance(v, dict)]
+    names = [str(v.get("name")) for v in go_list(crd.get("spec.versions")) if isinstance(v, dict)]
     if not names and crd.api_version == "apiextensions.k8s.io/v1beta1":
         version = crd.get("spec.version")
         names = [str(version)] if version else []
@@ -137,12 +149,11 @@ def service_accounts(csv: Object, bundle: Bundle, context: Context) -> Iterator[
     accounts = {
         str(entry.get("serviceAccountName"))
         for key in ("permissions", "clusterPermissions")
-        for entry in csv.get(f"spec.install.spec.{key}") or []
+        for entry in go_list(csv.get(f"spec.install.spec.{key}"))
         if isinstance(entry, dict)
     }
     for deployment in deployments_of(csv):
-        pod = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
-        accounts.add(str(pod.get("serviceAccountName") or "default"))
+        accounts.add(str(pod_spec_of(deployment).get("serviceAccountName") or "default"))
     for obj in bundle.manifest_objects:
         if obj.kind == "ServiceAccount" and obj.name in accounts:
             yield obj.finding(
@@ -202,7 +213,11 @@ def release_and_images(csv: Object, bundle: Bundle, context: Context) -> Iterato
     images = csv.get("spec.relatedImages")
     for index, entry in enumerate(images if isinstance(images, list) else []):
         path = f"spec.relatedImages[{index}]"
+        if entry is not None and not isinstance(entry, dict):
+            continue  # csv/field-type's
         image = entry.get("image") if isinstance(entry, dict) else None
+        if wrong_type(image, str):
+            continue
         if not image:
             yield csv.finding(
                 "bundle/related-images", "error", "a related image needs an image reference", path
@@ -216,8 +231,8 @@ def release_and_images(csv: Object, bundle: Bundle, context: Context) -> Iterato
 
 @register_csv("bundle")
 def webhooks(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
-    deployments = {d.get("name") for d in deployments_of(csv)}
-    for index, hook in enumerate(csv.get("spec.webhookdefinitions") or []):
+    deployments = {go_str(d.get("name")) for d in deployments_of(csv)}
+    for index, hook in enumerate(go_list(csv.get("spec.webhookdefinitions"))):
         if isinstance(hook, dict) and hook.get("deploymentName") not in deployments:
             yield csv.finding(
                 "bundle/webhook-deployment",

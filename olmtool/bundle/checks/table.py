@@ -52,6 +52,12 @@ CHECKS: dict[str, CheckInfo] = {
     "loader/subdirectory": _u(E, "a subdirectory in manifests/"),
     "loader/multiple-csvs": _u(E, "more than one CSV"),
     "loader/crd-api-version": _u(E, "a CRD that is neither apiextensions v1 nor v1beta1"),
+    "loader/unreadable-file": _o(
+        E,
+        "not a regular file inside the bundle: a dangling, looping or outward symlink, a "
+        "FIFO, device or socket, a file over 64 MiB (refused: never read; upstream's loader "
+        "fails on it, hangs or reads outside the bundle)",
+    ),
     # -- format (operator-registry's bundle format validation)
     "format/manifests-missing": _u(E, "no manifests/ directory"),
     "format/metadata-missing": _u(E, "no metadata/ directory"),
@@ -169,6 +175,12 @@ CHECKS: dict[str, CheckInfo] = {
         EW,
         "an API removed in Kubernetes: error at --k8s-version (else spec.minKubeVersion) "
         "or later, warning before",
+    ),
+    # -- internal (not a verdict on the bundle: olmtool's own failure)
+    "internal/check-crashed": _o(
+        E,
+        "a check crashed: a bug in olmtool, to report at "
+        "https://github.com/olmtool/olmtool/issues (an error: the bundle was not fully checked)",
     ),
 }
 
