@@ -11,7 +11,7 @@ import typer
 from olmtool import __version__
 from olmtool.cli import bundle, catalog, cluster, crd, image, testing
 from olmtool.cli import install as install_cli
-from olmtool.cli.output import error, error_line
+from olmtool.cli.output import EXIT_INTERNAL_ERROR, error, error_line
 from olmtool.errors import OlmtoolError
 
 app = typer.Typer(
@@ -58,7 +58,6 @@ def _root(
 
 
 ISSUES = "https://github.com/olmtool/olmtool/issues"
-EXIT_INTERNAL_ERROR = 3
 
 
 def main() -> None:

@@ -124,4 +124,5 @@ def validate(
         )
 
     out.emit(report.as_dict(strict=strict), output, text)
-    out.exit_if(not report.passed(strict=strict))
+    crashed = any(f.check.startswith("internal/") for f in report.findings)
+    out.exit_if(not report.passed(strict=strict), crashed=crashed)

@@ -133,8 +133,14 @@ def print_diffs(diffs: Iterable[str]) -> None:
         stdout.print(escape(diff), end="")
 
 
-def exit_if(failed: bool) -> None:
-    """Exit 1 (findings, staleness) once the result has been printed."""
+EXIT_INTERNAL_ERROR = 3  # a bug in olmtool, never a verdict on the input
+
+
+def exit_if(failed: bool, *, crashed: bool = False) -> None:
+    """Exit 1 (findings, staleness) once the result has been printed; 3 when a check
+    crashed (an ``internal/`` finding), so that CI tells a bug from a verdict."""
+    if crashed:
+        raise typer.Exit(EXIT_INTERNAL_ERROR)
     if failed:
         raise typer.Exit(1)
 

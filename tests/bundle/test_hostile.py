@@ -295,3 +295,17 @@ def test_a_crashing_check_is_an_internal_error_finding(
     # the rest of the report is there: the findings before the crash and the other checks
     assert any(f.message == "found before the crash" for f in report.findings)
     assert report.as_dict()["findings"][0]["origin"] in ("olmtool", "upstream")
+
+
+def test_a_crashing_check_exits_3_from_the_cli(bundle_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    """CI tells a bug from a verdict: findings exit 1, a crashed check exits 3."""
+    from tests.test_cli import cli
+
+    def broken_check(bundle: Bundle, context: Context):
+        raise KeyError("boom")
+        yield  # a generator, like every check
+
+    monkeypatch.setitem(SUITES, "csv", [*SUITES["csv"], broken_check])
+    run = cli("bundle", "validate", str(bundle_dir))
+    assert run.returncode == 3, run.stdout
+    assert CHECK_CRASHED in run.stdout
