@@ -50,7 +50,7 @@ from olmtool.cluster.network import ClusterNetwork, claim_network, release_netwo
 from olmtool.cluster.node.netns import remove_node_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
-from olmtool.cluster.registryauth import ensure_registry_auth
+from olmtool.cluster.registryauth import ensure_registry_auth, remember_root
 from olmtool.errors import ArgumentError, OlmtoolError
 
 NODE_NAME = "olmtool-node"
@@ -332,6 +332,7 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
                 "`olmtool cluster up` again, or start over with `olmtool cluster down --delete`"
             )
         auth = ensure_registry_auth(state_dir, f"127.0.0.1:{chosen}")
+        remember_root(state_dir.parent)  # pushes from this process find the login
         try:
             registry = start_registry(state_dir / "registry", port=chosen, htpasswd=auth.htpasswd)
             break

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -30,6 +31,15 @@ from olmtool.errors import OlmtoolError
 
 USERNAME = "olmtool"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+# roots of clusters this process started elsewhere than clusters_root() (`up(root=...)`)
+_started_roots: list[Path] = []
+
+
+def remember_root(root: Path) -> None:
+    """Make :func:`cluster_registry_credentials` look under ``root`` too, for the rest of
+    this process (a cluster started with ``up(root=...)`` and then pushed to)."""
+    if root not in _started_roots:
+        _started_roots.append(root)
 
 
 @dataclass(frozen=True)
@@ -132,17 +142,17 @@ def ensure_registry_auth(state_dir: Path, address: str) -> RegistryAuth:
 
 
 def cluster_registry_credentials(registry: str, root: Path | None = None) -> RegistryLogin | None:
-    """The login of the local cluster (under ``root``, default :func:`clusters_root`)
-    whose registry is ``registry`` (``127.0.0.1:PORT`` or ``localhost:PORT``); None
-    for any other address, or when there is no such cluster this user can read."""
+    """The login of the local cluster (under ``root``, default :func:`clusters_root` and
+    the roots this process started clusters in) whose registry is ``registry``
+    (``127.0.0.1:PORT`` or ``localhost:PORT``); None for any other address, or when
+    there is no such cluster this user can read."""
     host, _, port = registry.rpartition(":")
     if host not in LOOPBACK_NAMES or not port.isdigit():
         return None
-    base = root or clusters_root()
-    try:
-        folders = sorted(base.iterdir())
-    except OSError:
-        return None
+    folders: list[Path] = []
+    for base in [root] if root else [clusters_root(), *_started_roots]:
+        with contextlib.suppress(OSError):
+            folders += sorted(base.iterdir())
     for folder in folders:
         try:
             recorded = json.loads((folder / STATE_FILE).read_text()).get("registry")

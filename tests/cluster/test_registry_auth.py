@@ -101,3 +101,16 @@ def test_clients_find_the_login_of_the_cluster_whose_registry_it_is(
     user_config.write_text(json.dumps({"auths": {"127.0.0.1:41234": {"auth": "dTpw"}}}))
     monkeypatch.setenv("REGISTRY_AUTH_FILE", str(user_config))
     assert default_credentials("127.0.0.1:41234") == Credentials("u", "p")  # the user's wins
+
+
+def test_clusters_this_process_started_elsewhere_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from olmtool.cluster import registryauth
+
+    monkeypatch.setattr(registryauth, "_started_roots", [])
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path / "default-root"))
+    login = _cluster(tmp_path / "bench", "c", "127.0.0.1:45678")
+    assert cluster_registry_credentials("127.0.0.1:45678") is None
+    registryauth.remember_root(tmp_path / "bench")  # what up(root=...) does
+    assert cluster_registry_credentials("127.0.0.1:45678") == login
