@@ -75,6 +75,7 @@ def up(
                 else ""
             )
             + f"  network:    {_network_text(cluster.network)}"
+            + "".join(f"\n  note: {escape(note)}" for note in cluster.notes)
         ),
     )
 

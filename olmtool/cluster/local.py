@@ -97,6 +97,8 @@ class Cluster:
     network: int | None = None  # the claimed cluster network's index
     components: dict[str, Component] = field(default_factory=dict)
     docker_config: str | None = None  # the registry's login, as a docker config.json
+    # what this `up` did that the user should know (restarts, moved ports); not saved
+    notes: list[str] = field(default_factory=list)
 
     def running(self) -> dict[str, bool]:
         return {name: component.alive() for name, component in self.components.items()}
@@ -127,15 +129,15 @@ def read_cluster(name: str, root: Path | None = None) -> Cluster | None:
         return None
     data = json.loads(path.read_text())
     data["components"] = {k: Component(**v) for k, v in data.get("components", {}).items()}
+    data.pop("notes", None)
     return Cluster(**data)
 
 
 def _save(cluster: Cluster) -> None:
-    path = Path(cluster.state_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(cluster), indent=2, sort_keys=True) + "\n")
-    tmp.chmod(0o600)  # holds the admin token
-    os.replace(tmp, path)
+    data = asdict(cluster)
+    data.pop("notes")
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    pki.write_private(Path(cluster.state_dir) / STATE_FILE, text.encode())  # the admin token
 
 
 # --- up ---------------------------------------------------------------------------------
@@ -168,6 +170,12 @@ def up(
     that are there) and ``engine`` (with them) starts olmtool's OLM engine (False: to
     run real OLM on the cluster)."""
     say = progress or (lambda _message: None)
+    notes: list[str] = []
+
+    def note(message: str) -> None:  # said now, and printed with the result
+        notes.append(message)
+        say(message)
+
     state_dir = cluster_dir(name, root)
     existing = read_cluster(name, root)
     if existing is not None:
@@ -176,7 +184,8 @@ def up(
         partial = dead and len(dead) < len(running) and (state_dir / PORTS_FILE).is_file()
         if partial or (running and not dead and _healthy(existing)):
             if partial:
-                _restart_dead(existing, dead, assets, timeout, say)
+                _restart_dead(existing, dead, assets, timeout, say, note)
+                existing.notes = [f"restarted {', '.join(dead)}", *notes]
             else:
                 say("already running")
             if olm_crds:
@@ -192,7 +201,7 @@ def up(
     _seed_ports(state_dir, existing)
     say("finding kube-apiserver, controller-manager, scheduler and etcd")
     assets = assets or ensure_assets()
-    plane, network = _launch_on_network(assets, state_dir, timeout, say)
+    plane, network = _launch_on_network(assets, state_dir, timeout, say, note)
     cluster = Cluster(
         name=name,
         state_dir=str(state_dir),
@@ -206,7 +215,7 @@ def up(
         # Applied first, waited for last: the apiserver sets them up while the rest starts.
         olm_names = _apply_olm_crds(cluster, say) if olm_crds else []
         say("starting kube-controller-manager and kube-scheduler")
-        launch_controllers(plane, assets, timeout=timeout, progress=say)
+        launch_controllers(plane, assets, timeout=timeout, progress=note)
         _record(cluster, plane)
         if registry_port is not None:
             say("starting the image registry")
@@ -229,6 +238,7 @@ def up(
         release_network(state_dir)
         raise
     _save(cluster)
+    cluster.notes = notes
     return cluster
 
 
@@ -246,7 +256,12 @@ def _seed_ports(state_dir: Path, cluster: Cluster | None) -> None:
 
 
 def _restart_dead(
-    cluster: Cluster, dead: list[str], assets: Path | None, timeout: float, say: Progress
+    cluster: Cluster,
+    dead: list[str],
+    assets: Path | None,
+    timeout: float,
+    say: Progress,
+    note: Progress,
 ) -> None:
     """Start again, on their recorded ports, the components of ``cluster`` that died;
     the others (and the node agent's pods) run on."""
@@ -257,15 +272,15 @@ def _restart_dead(
     for component in sorted(dead, key=START_ORDER.index):
         if component in COMPONENTS:
             assets = assets or ensure_assets()
-            start_component(plane, assets, component, timeout=timeout, progress=say)
+            start_component(plane, assets, component, timeout=timeout, progress=note)
             if (
                 component == "etcd"
                 and plane.ports["etcd"] != etcd_port
                 and "kube-apiserver" not in dead
             ):
-                say("etcd moved: restarting kube-apiserver, which dials it")
+                note("etcd moved: restarted kube-apiserver too, which dials it")
                 _terminate_pid(cluster.components["kube-apiserver"], 20.0)
-                start_component(plane, assets, "kube-apiserver", timeout=timeout, progress=say)
+                start_component(plane, assets, "kube-apiserver", timeout=timeout, progress=note)
             _record(cluster, plane)
         elif component == "registry":
             _start_registry(cluster, state_dir, 0)
@@ -279,7 +294,7 @@ def _restart_dead(
 
 
 def _launch_on_network(
-    assets: Path, state_dir: Path, timeout: float, say: Progress
+    assets: Path, state_dir: Path, timeout: float, say: Progress, note: Progress
 ) -> tuple[ControlPlane, ClusterNetwork]:
     """Claim the cluster's network (its own again when free), then start etcd and the
     apiserver on it; the claim is given up if they do not start."""
@@ -287,7 +302,7 @@ def _launch_on_network(
     ranges = f"Pods {network.pod_cidr}, Services {network.service_cidr}"
     say(f"starting etcd and kube-apiserver ({ranges})")
     try:
-        plane = launch_apiserver(assets, state_dir, timeout=timeout, network=network, progress=say)
+        plane = launch_apiserver(assets, state_dir, timeout=timeout, network=network, progress=note)
     except BaseException:
         release_network(state_dir)
         raise

@@ -76,6 +76,8 @@ def test_only_the_dead_components_are_restarted(tmp_path: Path, calls: list[tupl
     cluster = local.up("c", root=tmp_path, olm_crds=False)
     assert calls == [("restart", ["kube-scheduler", "registry"])]
     assert cluster.server == "https://127.0.0.1:6443"
+    assert cluster.notes == ["restarted kube-scheduler, registry"]
+    assert "notes" not in json.loads((tmp_path / "c" / "cluster.json").read_text())
 
 
 def test_a_running_cluster_is_left_alone(tmp_path: Path, calls: list[tuple]) -> None:
@@ -126,5 +128,5 @@ def test_restart_order_and_what_each_component_needs(
     monkeypatch.setattr(local, "_wait_node_ready", lambda c, t: None)
     monkeypatch.setattr(local, "_start_engine", lambda c, s, say: started.append("olm-engine"))
     dead = ["olm-engine", "registry", "kube-scheduler", "node-agent", "kube-apiserver"]
-    local._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None)
+    local._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None, lambda _m: None)
     assert started == ["kube-apiserver", "kube-scheduler", "registry", "node-agent", "olm-engine"]

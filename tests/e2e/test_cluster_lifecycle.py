@@ -426,6 +426,7 @@ def test_up_restarts_only_what_died(full: Full) -> None:
     print(f"\ncluster up after {', '.join(killed)} were killed: {time.monotonic() - started:.1f}s")
     after = full.pids()
     assert {name for name in pids if after[name] != pids[name]} == set(killed)
+    assert set(again.notes[0].removeprefix("restarted ").split(", ")) == set(killed)
     assert all(again.running().values())
     assert (again.server, again.registry) == (full.cluster.server, full.cluster.registry)
     assert full.ports() == ports
