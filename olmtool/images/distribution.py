@@ -396,7 +396,12 @@ class RegistryClient:
     def _no_credentials_hint(self, response: httpx.Response) -> str:
         if response.status_code != 401 or self.credentials:
             return ""
-        return f" (no credentials for {self.ref.registry} in the auth argument or {auth_file()})"
+        hint = f" (no credentials for {self.ref.registry} in the auth argument or {auth_file()}"
+        if is_loopback(self.ref.registry):  # perhaps an olmtool cluster's registry
+            hint += (
+                "; an olmtool cluster's login is the docker config `olmtool cluster status` shows"
+            )
+        return hint + ")"
 
 
 def _as_reference(ref: Reference | str) -> Reference:
