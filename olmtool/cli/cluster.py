@@ -29,7 +29,9 @@ NameOption = typer.Option(DEFAULT_NAME, "--name", "-n", help="Cluster name.")
 def up(
     name: str = NameOption,
     registry_port: int = typer.Option(
-        DEFAULT_REGISTRY_PORT, "--registry-port", help="Image registry port (0: any free)."
+        DEFAULT_REGISTRY_PORT,
+        "--registry-port",
+        help="Image registry port at the first up (0: any free); later ups keep it.",
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
@@ -41,7 +43,7 @@ def up(
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for health."),
     output: OutputFormat = OutputOption,
 ) -> None:
-    """Start a cluster (or do nothing if it already runs) and print its kubeconfig path.
+    """Start a cluster (or restart only what died) and print its kubeconfig path.
 
     Examples:
 
@@ -67,7 +69,13 @@ def up(
             f"cluster [bold]{escape(name)}[/] is up: {escape(cluster.server)}\n"
             f"  kubeconfig: {escape(cluster.kubeconfig)}\n"
             f"  registry:   {escape(cluster.registry or 'none')}\n"
-            f"  network:    {_network_text(cluster.network)}"
+            + (
+                f"  registry login: {escape(cluster.docker_config)} (REGISTRY_AUTH_FILE)\n"
+                if cluster.docker_config
+                else ""
+            )
+            + f"  network:    {_network_text(cluster.network)}"
+            + "".join(f"\n  note: {escape(note)}" for note in cluster.notes)
         ),
     )
 
@@ -116,6 +124,13 @@ def status(name: str = NameOption, output: OutputFormat = OutputOption) -> None:
             state = "[green]running[/]" if running else "[red]stopped[/]"
             stdout.print(f"  {component:<24} {state}")
         stdout.print(f"  OLM CRDs established: {len(status.olm_crds)}")
+        if status.registry:
+            stdout.print(f"  registry: {escape(status.registry)}")
+        if status.docker_config:
+            stdout.print(
+                f"  registry login: {escape(status.docker_config)} (point REGISTRY_AUTH_FILE "
+                "at it, or DOCKER_CONFIG at its folder)"
+            )
 
     emit(data, output, text)
     exit_if(not status.healthy)

@@ -7,11 +7,18 @@ Given a :class:`~olmtool.cluster.network.ClusterNetwork`, Services get ClusterIP
 its Service network and the serving certificate also names its ``apiserver_service_ip``
 (where in-cluster clients reach the ``kubernetes`` Service); without one, ClusterIPs
 come from ``10.0.0.0/24`` and are not reachable.
+
+Locked down: etcd speaks TLS only and requires a client certificate from its own CA
+(:mod:`olmtool.cluster.planecerts`), peers included; kube-controller-manager and
+kube-scheduler serve HTTPS only, with profiling off and every path but ``/healthz``
+authenticated and authorized by the apiserver. Ports are picked at the first start and
+kept in ``<state>/ports.json`` (:mod:`olmtool.cluster.portrecord`); a later start reuses
+them, so the kubeconfig stays valid. A component is started on its own with
+:func:`start_component` (what ``cluster up`` does for one that died).
 """
 
 from __future__ import annotations
 
-import secrets
 import shutil
 import signal
 import ssl
@@ -19,7 +26,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,12 +34,22 @@ from pathlib import Path
 from olmtool import yamlio
 from olmtool.cluster import pki
 from olmtool.cluster.network import ClusterNetwork
+from olmtool.cluster.planecerts import (
+    APISERVER_NAMES as APISERVER_NAMES,  # re-exported: callers predate planecerts
+)
+from olmtool.cluster.planecerts import (
+    EtcdCredentials,
+    admin_credentials,
+    etcd_credentials,
+    kubelet_credentials,
+    loopback_serving_cert,
+)
+from olmtool.cluster.portrecord import PortRecord, port_holder, port_in_use
 from olmtool.errors import OlmtoolError
-from olmtool.ports import LOOPBACK, free_ports
+from olmtool.ports import LOOPBACK
 from olmtool.ports import free_port as free_port  # re-exported: callers predate olmtool.ports
 
 SERVICE_CIDR = "10.0.0.0/24"  # without a cluster network
-APISERVER_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
 # Controllers that need a cloud, CNI or CSR signing are off; nodelifecycle too: the node
 # agent clears the not-ready taint itself and there is one node to evict nothing to.
 CONTROLLERS = (
@@ -40,6 +57,20 @@ CONTROLLERS = (
     "-csrsigning,-csrapproving,-csrcleaner,-bootstrapsigner,-tokencleaner,-attachdetach,"
     "-persistentvolume-expander"
 )
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+# the port names each component listens on (keys of ports.json)
+COMPONENT_PORTS = {
+    "etcd": ("etcd", "etcd-peer"),
+    "kube-apiserver": ("kube-apiserver",),
+    "kube-controller-manager": ("kube-controller-manager",),
+    "kube-scheduler": ("kube-scheduler",),
+}
+# Addresses users hold (kubeconfigs): never moved once recorded. The others are internal
+# and move to a free port, with a message, when someone else took theirs.
+STABLE_PORTS = frozenset({"kube-apiserver"})
+_PORT_ATTEMPTS = 3
+
+Progress = Callable[[str], None]
 
 
 class ControlPlaneError(OlmtoolError):
@@ -47,30 +78,44 @@ class ControlPlaneError(OlmtoolError):
 
 
 class _PortTaken(ControlPlaneError):
-    """A free port we picked was taken by someone else before the component bound it."""
+    """A port we picked was taken by someone else before the component bound it."""
 
 
-_PORT_ATTEMPTS = 3
+class PortInUse(ControlPlaneError):
+    """A recorded port users rely on is held by another process."""
 
 
 @dataclass
 class ControlPlane:
-    """A running etcd + kube-apiserver; ``kubeconfig`` authenticates as cluster admin."""
+    """etcd + kube-apiserver (+ controllers); ``kubeconfig`` authenticates as cluster admin."""
 
     state_dir: Path
-    server: str
-    etcd_url: str
     token: str
     ca_file: Path
     kubeconfig: Path
+    ports: PortRecord
     sa_key: Path | None = None
     # the node agent's kubelet API: its serving cert, and the apiserver's client cert
     kubelet_serving: pki.KeyPair | None = None
     kubelet_client: pki.KeyPair | None = None
+    etcd: EtcdCredentials | None = None
+    serving: pki.KeyPair | None = None  # the apiserver's
+    sa_public: Path | None = None
+    service_cidr: str = SERVICE_CIDR
+    # kube-controller-manager's and kube-scheduler's serving certificates
+    controller_serving: dict[str, pki.KeyPair] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
+    @property
+    def server(self) -> str:
+        return f"https://{LOOPBACK}:{self.ports['kube-apiserver']}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"https://{LOOPBACK}:{self.ports['etcd']}"
+
     def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM every component (apiserver first), SIGKILL what outlives ``grace``."""
+        """SIGTERM every component (the last started first), SIGKILL what outlives ``grace``."""
         for name in reversed(list(self.processes)):
             _terminate(self.processes[name], grace)
         self.processes.clear()
@@ -84,6 +129,34 @@ def _tail(log: Path, size: int = 4096) -> str:
             return handle.read().decode(errors="replace")
     except OSError:
         return ""
+
+
+def prepare_plane(state_dir: Path, *, network: ClusterNetwork | None = None) -> ControlPlane:
+    """Credentials, ports (recorded ones reused) and the admin kubeconfig of the control
+    plane in ``state_dir`` (made 0700); nothing is started."""
+    pki.private_dir(state_dir)
+    service_ip = network.apiserver_service_ip if network else "10.0.0.1"
+    ca, serving, sa, token = admin_credentials(state_dir, (LOOPBACK, service_ip))
+    kubelet_serving, kubelet_client = kubelet_credentials(state_dir, ca)
+    ports = PortRecord.load(state_dir)
+    ports.assign(name for names in COMPONENT_PORTS.values() for name in names)
+    plane = ControlPlane(
+        state_dir,
+        token,
+        ca.cert,
+        state_dir / "admin.kubeconfig",
+        ports,
+        sa.key,
+        kubelet_serving,
+        kubelet_client,
+        etcd_credentials(state_dir),
+        serving,
+        sa.cert,
+        network.service_cidr if network else SERVICE_CIDR,
+        {name: loopback_serving_cert(state_dir, ca, name) for name in COMPONENTS[2:]},
+    )
+    write_kubeconfig(plane.kubeconfig, server=plane.server, ca_file=ca.cert, token=token)
+    return plane
 
 
 @contextmanager
@@ -108,135 +181,17 @@ def launch_apiserver(
     *,
     timeout: float = 90.0,
     network: ClusterNetwork | None = None,
+    progress: Progress | None = None,
 ) -> ControlPlane:
-    """Start etcd and kube-apiserver; retried on fresh ports if one was taken meanwhile."""
-    fresh = not (state_dir / "etcd").exists()
-    for attempt in range(1, _PORT_ATTEMPTS + 1):
-        try:
-            return _launch_apiserver(assets, state_dir, timeout=timeout, network=network)
-        except _PortTaken:
-            if attempt == _PORT_ATTEMPTS:
-                raise
-            if fresh:  # a new store remembers its first peer URL: start it over
-                shutil.rmtree(state_dir / "etcd", ignore_errors=True)
-    raise AssertionError("unreachable")
-
-
-def _launch_apiserver(
-    assets: Path, state_dir: Path, *, timeout: float, network: ClusterNetwork | None
-) -> ControlPlane:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    service_cidr = network.service_cidr if network else SERVICE_CIDR
-    service_ip = network.apiserver_service_ip if network else "10.0.0.1"
-    ca, serving, sa, token = _credentials(state_dir, (LOOPBACK, service_ip))
-    kubelet_serving, kubelet_client = kubelet_credentials(state_dir, ca)
-    tokens = state_dir / "tokens.csv"
-    etcd_port, peer_port, api_port = free_ports(3)
-    etcd_url = f"http://{LOOPBACK}:{etcd_port}"
-    server = f"https://{LOOPBACK}:{api_port}"
-    plane = ControlPlane(
-        state_dir, server, etcd_url, token, ca.cert, state_dir / "admin.kubeconfig", sa.key
-    )
-    plane.kubelet_serving, plane.kubelet_client = kubelet_serving, kubelet_client
-    write_kubeconfig(plane.kubeconfig, server=server, ca_file=ca.cert, token=token)
+    """Start etcd and kube-apiserver on the recorded ports (picked now at a first start)."""
+    plane = prepare_plane(state_dir, network=network)
     try:
-        plane.processes["etcd"] = _spawn(
-            assets / "etcd",
-            [
-                f"--data-dir={state_dir / 'etcd'}",
-                f"--listen-client-urls={etcd_url}",
-                f"--advertise-client-urls={etcd_url}",
-                f"--listen-peer-urls=http://{LOOPBACK}:{peer_port}",
-                f"--initial-advertise-peer-urls=http://{LOOPBACK}:{peer_port}",
-                f"--initial-cluster=default=http://{LOOPBACK}:{peer_port}",
-                "--name=default",
-            ],
-            state_dir / "etcd.log",
-        )
-        _wait_http(f"{etcd_url}/health", plane, "etcd", timeout)
-        plane.processes["kube-apiserver"] = _spawn(
-            assets / "kube-apiserver",
-            [
-                f"--etcd-servers={etcd_url}",
-                f"--bind-address={LOOPBACK}",
-                f"--advertise-address={LOOPBACK}",
-                f"--secure-port={api_port}",
-                "--insecure-port=0",
-                f"--cert-dir={state_dir / 'apiserver-certs'}",
-                f"--tls-cert-file={serving.cert}",
-                f"--tls-private-key-file={serving.key}",
-                f"--token-auth-file={tokens}",
-                "--authorization-mode=RBAC",
-                f"--service-account-key-file={sa.cert}",
-                f"--service-account-signing-key-file={sa.key}",
-                "--service-account-issuer=https://kubernetes.default.svc",
-                f"--service-cluster-ip-range={service_cidr}",
-                "--allow-privileged=true",
-                # logs and exec reach the node agent's kubelet API, both sides verified
-                "--kubelet-preferred-address-types=InternalIP",
-                f"--kubelet-client-certificate={kubelet_client.cert}",
-                f"--kubelet-client-key={kubelet_client.key}",
-                f"--kubelet-certificate-authority={ca.cert}",
-            ],
-            state_dir / "kube-apiserver.log",
-        )
-        _wait_http(f"{server}/readyz", plane, "kube-apiserver", timeout)
+        for name in ("etcd", "kube-apiserver"):
+            start_component(plane, assets, name, timeout=timeout, progress=progress)
     except BaseException:
         plane.stop()
         raise
     return plane
-
-
-def _credentials(
-    state_dir: Path, ips: tuple[str, ...]
-) -> tuple[pki.KeyPair, pki.KeyPair, pki.KeyPair, str]:
-    """CA, serving cert (for ``ips``), SA signing key and admin token: reused when the
-    state dir has them, so a restarted cluster keeps its kubeconfig and service-account
-    tokens valid; a serving cert lacking one of ``ips`` (the cluster moved to another
-    network) is issued again by the same CA."""
-    pki_dir = state_dir / "pki"
-    tokens = state_dir / "tokens.csv"
-    ca = pki.KeyPair(pki_dir / "olmtool-ca.crt", pki_dir / "olmtool-ca.key")
-    serving = pki.KeyPair(pki_dir / "kube-apiserver.crt", pki_dir / "kube-apiserver.key")
-    sa = pki.KeyPair(pki_dir / "service-account.pub", pki_dir / "service-account.key")
-    paths = (ca.cert, ca.key, serving.cert, serving.key, sa.cert, sa.key, tokens)
-    if all(path.is_file() for path in paths):
-        if not set(ips) <= pki.certificate_ips(serving.cert):
-            serving = _serving_cert(pki_dir, ca, ips)
-        return ca, serving, sa, tokens.read_text().split(",", 1)[0]
-    pki_dir.mkdir(exist_ok=True)
-    ca = pki.create_ca(pki_dir)
-    serving = _serving_cert(pki_dir, ca, ips)
-    sa = pki.create_signing_key(pki_dir)
-    token = secrets.token_hex(16)
-    tokens.write_text(f'{token},admin,admin,"system:masters"\n')
-    tokens.chmod(0o600)
-    return ca, serving, sa, token
-
-
-def _serving_cert(pki_dir: Path, ca: pki.KeyPair, ips: tuple[str, ...]) -> pki.KeyPair:
-    return pki.create_serving_cert(pki_dir, ca, "kube-apiserver", hosts=APISERVER_NAMES, ips=ips)
-
-
-def kubelet_credentials(state_dir: Path, ca: pki.KeyPair) -> tuple[pki.KeyPair, pki.KeyPair]:
-    """The node agent's kubelet serving cert (127.0.0.1) and the apiserver's client cert
-    for it, signed by the cluster CA; issued again when missing or from another CA."""
-    pki_dir = state_dir / "pki"
-    serving = pki.KeyPair(pki_dir / "kubelet.crt", pki_dir / "kubelet.key")
-    client = pki.KeyPair(
-        pki_dir / "kube-apiserver-kubelet-client.crt",
-        pki_dir / "kube-apiserver-kubelet-client.key",
-    )
-    if not pki.issued_by(serving, ca):
-        serving = pki.create_serving_cert(
-            pki_dir, ca, "kubelet", hosts=("localhost",), ips=(LOOPBACK,)
-        )
-    if not pki.issued_by(client, ca):
-        # the user and group a kubeadm apiserver presents to kubelets
-        client = pki.create_client_cert(
-            pki_dir, ca, "kube-apiserver-kubelet-client", organization="system:masters"
-        )
-    return serving, client
 
 
 @contextmanager
@@ -253,61 +208,187 @@ def start_control_plane(
         yield plane
 
 
-def launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float = 90.0) -> None:
-    """Add kube-controller-manager and kube-scheduler to a running apiserver (retried on
-    fresh ports if one was taken meanwhile)."""
-    for attempt in range(1, _PORT_ATTEMPTS + 1):
-        try:
-            _launch_controllers(plane, assets, timeout=timeout)
-            return
-        except _PortTaken:
-            for name in ("kube-scheduler", "kube-controller-manager"):
-                if name in plane.processes:
-                    _terminate(plane.processes.pop(name), 5.0)
-            if attempt == _PORT_ATTEMPTS:
-                plane.stop()
-                raise
-
-
-def _launch_controllers(plane: ControlPlane, assets: Path, *, timeout: float) -> None:
-    state_dir = plane.state_dir
+def launch_controllers(
+    plane: ControlPlane, assets: Path, *, timeout: float = 90.0, progress: Progress | None = None
+) -> None:
+    """Add kube-controller-manager and kube-scheduler to a running apiserver; the whole
+    plane is stopped if one does not start."""
     try:
-        manager_port, scheduler_port = free_ports(2)
-        plane.processes["kube-controller-manager"] = _spawn(
-            assets / "kube-controller-manager",
-            [
-                f"--kubeconfig={plane.kubeconfig}",
-                f"--service-account-private-key-file={plane.sa_key}",
-                f"--root-ca-file={plane.ca_file}",
-                "--use-service-account-credentials=true",
-                "--leader-elect=false",
-                f"--controllers={CONTROLLERS}",
-                f"--address={LOOPBACK}",
-                f"--port={manager_port}",
-                "--secure-port=0",
-            ],
-            state_dir / "kube-controller-manager.log",
-        )
-        plane.processes["kube-scheduler"] = _spawn(
-            assets / "kube-scheduler",
-            [
-                f"--kubeconfig={plane.kubeconfig}",
-                "--leader-elect=false",
-                f"--address={LOOPBACK}",
-                f"--port={scheduler_port}",
-                "--secure-port=0",
-            ],
-            state_dir / "kube-scheduler.log",
-        )
-        _wait_http(
-            f"http://{LOOPBACK}:{manager_port}/healthz", plane, "kube-controller-manager", timeout
-        )
-        _wait_http(f"http://{LOOPBACK}:{scheduler_port}/healthz", plane, "kube-scheduler", timeout)
-    except _PortTaken:
-        raise  # launch_controllers retries on fresh ports, keeping the apiserver
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            start_component(plane, assets, name, timeout=timeout, progress=progress)
     except BaseException:
         plane.stop()
         raise
+
+
+def start_component(
+    plane: ControlPlane,
+    assets: Path,
+    name: str,
+    *,
+    timeout: float = 90.0,
+    progress: Progress | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start ``name`` (one of :data:`COMPONENTS`) on its recorded ports and wait until it
+    is healthy. An internal port someone else holds is replaced by a free one (said
+    through ``progress``); the apiserver's recorded port never moves: :class:`PortInUse`."""
+    say = progress or (lambda _message: None)
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        for port_name in COMPONENT_PORTS[name]:
+            if port_in_use(plane.ports[port_name]):
+                _move(plane, port_name, say)
+        fresh_store = name == "etcd" and not (plane.state_dir / "etcd").exists()
+        if name == "kube-apiserver":  # its port may have moved before it was ever used
+            write_kubeconfig(
+                plane.kubeconfig, server=plane.server, ca_file=plane.ca_file, token=plane.token
+            )
+        plane.processes[name] = process = _spawn(
+            assets / name, _ARGS[name](plane), plane.state_dir / f"{name}.log"
+        )
+        try:
+            _wait_healthy(plane, name, timeout)
+            return process
+        except _PortTaken:
+            _terminate(plane.processes.pop(name), 5.0)
+            if fresh_store:  # a new store remembers its first peer URL: start it over
+                shutil.rmtree(plane.state_dir / "etcd", ignore_errors=True)
+            if attempt == _PORT_ATTEMPTS:
+                raise
+            for port_name in COMPONENT_PORTS[name]:
+                _move(plane, port_name, say)
+        except BaseException:
+            _terminate(plane.processes.pop(name), 5.0)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _move(plane: ControlPlane, port_name: str, say: Progress) -> None:
+    port = plane.ports[port_name]
+    holder = port_holder(port) or "another process"
+    if port_name in STABLE_PORTS and plane.ports.settled(port_name):
+        raise PortInUse(
+            f"{port_name} cannot start: its port {LOOPBACK}:{port} (recorded at the first "
+            f"`up`; kubeconfigs name it) is in use by {holder}. Stop that process and run "
+            "`olmtool cluster up` again, or start over on new ports with "
+            "`olmtool cluster down --delete`"
+        )
+    new = plane.ports.replace(port_name)
+    say(f"{port_name}: port {port} is in use by {holder}; using {new} instead")
+
+
+def _etcd_args(plane: ControlPlane) -> list[str]:
+    assert plane.etcd is not None
+    etcd, peer = plane.etcd, f"https://{LOOPBACK}:{plane.ports['etcd-peer']}"
+    return [
+        f"--data-dir={plane.state_dir / 'etcd'}",
+        "--name=default",
+        f"--listen-client-urls={plane.etcd_url}",
+        f"--advertise-client-urls={plane.etcd_url}",
+        f"--cert-file={etcd.server.cert}",
+        f"--key-file={etcd.server.key}",
+        "--client-cert-auth=true",
+        f"--trusted-ca-file={etcd.ca.cert}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=default={peer}",
+        f"--peer-cert-file={etcd.peer.cert}",
+        f"--peer-key-file={etcd.peer.key}",
+        "--peer-client-cert-auth=true",
+        f"--peer-trusted-ca-file={etcd.ca.cert}",
+    ]
+
+
+def _apiserver_args(plane: ControlPlane) -> list[str]:
+    assert plane.etcd and plane.serving and plane.kubelet_client
+    return [
+        f"--etcd-servers={plane.etcd_url}",
+        f"--etcd-cafile={plane.etcd.ca.cert}",
+        f"--etcd-certfile={plane.etcd.client.cert}",
+        f"--etcd-keyfile={plane.etcd.client.key}",
+        f"--bind-address={LOOPBACK}",
+        f"--advertise-address={LOOPBACK}",
+        f"--secure-port={plane.ports['kube-apiserver']}",
+        "--insecure-port=0",
+        f"--cert-dir={plane.state_dir / 'apiserver-certs'}",
+        f"--tls-cert-file={plane.serving.cert}",
+        f"--tls-private-key-file={plane.serving.key}",
+        f"--token-auth-file={plane.state_dir / 'tokens.csv'}",
+        "--authorization-mode=RBAC",
+        f"--service-account-key-file={plane.sa_public}",
+        f"--service-account-signing-key-file={plane.sa_key}",
+        "--service-account-issuer=https://kubernetes.default.svc",
+        f"--service-cluster-ip-range={plane.service_cidr}",
+        "--allow-privileged=true",
+        # logs and exec reach the node agent's kubelet API, both sides verified
+        "--kubelet-preferred-address-types=InternalIP",
+        f"--kubelet-client-certificate={plane.kubelet_client.cert}",
+        f"--kubelet-client-key={plane.kubelet_client.key}",
+        f"--kubelet-certificate-authority={plane.ca_file}",
+    ]
+
+
+def _secure_serving(plane: ControlPlane, name: str) -> list[str]:
+    """HTTPS only, a certificate from the cluster CA, no profiling, and every path but
+    /healthz authenticated and authorized by the apiserver (RBAC: anonymous gets 403)."""
+    serving = plane.controller_serving[name]
+    return [
+        f"--kubeconfig={plane.kubeconfig}",
+        "--leader-elect=false",
+        "--port=0",  # no insecure HTTP
+        f"--bind-address={LOOPBACK}",
+        f"--secure-port={plane.ports[name]}",
+        f"--tls-cert-file={serving.cert}",
+        f"--tls-private-key-file={serving.key}",
+        "--profiling=false",
+        f"--authentication-kubeconfig={plane.kubeconfig}",
+        # bearer tokens only (TokenReview): no client-CA look-up in kube-system
+        "--authentication-skip-lookup=true",
+        f"--authorization-kubeconfig={plane.kubeconfig}",
+        "--authorization-always-allow-paths=/healthz",
+    ]
+
+
+def _controller_manager_args(plane: ControlPlane) -> list[str]:
+    return [
+        *_secure_serving(plane, "kube-controller-manager"),
+        f"--service-account-private-key-file={plane.sa_key}",
+        f"--root-ca-file={plane.ca_file}",
+        "--use-service-account-credentials=true",
+        f"--controllers={CONTROLLERS}",
+    ]
+
+
+def _scheduler_args(plane: ControlPlane) -> list[str]:
+    return _secure_serving(plane, "kube-scheduler")
+
+
+_ARGS: dict[str, Callable[[ControlPlane], list[str]]] = {
+    "etcd": _etcd_args,
+    "kube-apiserver": _apiserver_args,
+    "kube-controller-manager": _controller_manager_args,
+    "kube-scheduler": _scheduler_args,
+}
+
+
+def etcd_client_context(plane: ControlPlane) -> ssl.SSLContext:
+    """TLS to etcd as its one accepted client (the apiserver's certificate)."""
+    assert plane.etcd is not None
+    context = ssl.create_default_context(cafile=str(plane.etcd.ca.cert))
+    context.load_cert_chain(str(plane.etcd.client.cert), str(plane.etcd.client.key))
+    return context
+
+
+def _wait_healthy(plane: ControlPlane, name: str, timeout: float) -> None:
+    if name == "etcd":
+        _wait_http(f"{plane.etcd_url}/health", plane, name, timeout, etcd_client_context(plane))
+        return
+    context = ssl.create_default_context(cafile=str(plane.ca_file))
+    if name == "kube-apiserver":
+        headers = {"Authorization": f"Bearer {plane.token}"}
+        _wait_http(f"{plane.server}/readyz", plane, name, timeout, context, headers)
+    else:  # /healthz is the one path they serve without authentication
+        url = f"https://{LOOPBACK}:{plane.ports[name]}/healthz"
+        _wait_http(url, plane, name, timeout, context)
 
 
 def write_kubeconfig(
@@ -323,8 +404,7 @@ def write_kubeconfig(
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
         "current-context": name,
     }
-    path.write_text(yamlio.dump(config, sort_keys=False))
-    path.chmod(0o600)
+    pki.write_private(path, yamlio.dump(config, sort_keys=False).encode())
 
 
 def _spawn(binary: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -338,9 +418,15 @@ def _spawn(binary: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:
         )
 
 
-def _wait_http(url: str, plane: ControlPlane, component: str, timeout: float) -> None:
-    context = ssl.create_default_context(cafile=str(plane.ca_file))
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {plane.token}"})
+def _wait_http(
+    url: str,
+    plane: ControlPlane,
+    component: str,
+    timeout: float,
+    context: ssl.SSLContext,
+    headers: dict[str, str] | None = None,
+) -> None:
+    request = urllib.request.Request(url, headers=headers or {})
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
@@ -351,9 +437,7 @@ def _wait_http(url: str, plane: ControlPlane, component: str, timeout: float) ->
             error = _PortTaken if taken else ControlPlaneError
             raise error(f"{component} exited with code {process.returncode}; see {log}")
         try:
-            with urllib.request.urlopen(
-                request, timeout=5, context=context if url.startswith("https") else None
-            ) as response:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, OSError) as exc:

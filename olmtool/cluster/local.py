@@ -4,8 +4,12 @@
 OCI registry and the node agent as detached processes and records them in
 ``<state>/<name>/cluster.json``; ``down`` stops exactly those processes (checked by pid
 and start time, so a recycled pid is never signalled); ``status`` reports what runs.
-``up`` on a running cluster returns it unchanged; on a stopped one it restarts it with
-the same etcd data, certificates and kubeconfig. ``up`` claims the cluster a network
+``up`` on a running cluster returns it unchanged; on one where some components died it
+restarts only those (the rest, and the pods, run on); on a stopped one it restarts it
+with the same etcd data, certificates, kubeconfig and ports (``ports.json``, picked at
+the first ``up``: the apiserver's and the registry's never move, see
+:mod:`olmtool.cluster.portrecord`). The state directory is 0700; the registry requires
+the cluster's login (:mod:`olmtool.cluster.registryauth`). ``up`` claims the cluster a network
 (:mod:`olmtool.cluster.network`: its Pod and Service ranges, the same one again when it
 is free) before the apiserver starts, and ``down`` releases it. ``up`` installs OLM's API
 (the ``operators.coreos.com`` CRDs, :mod:`olmtool.cluster.olmcrds`) and starts olmtool's
@@ -31,15 +35,24 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from olmtool.cluster import pki
 from olmtool.cluster.assets import ensure_assets
-from olmtool.cluster.controlplane import ControlPlane, launch_apiserver, launch_controllers
-from olmtool.cluster.defaults import DEFAULT_NAME, DEFAULT_REGISTRY_PORT
+from olmtool.cluster.controlplane import (
+    COMPONENTS,
+    ControlPlane,
+    launch_apiserver,
+    launch_controllers,
+    prepare_plane,
+    start_component,
+)
+from olmtool.cluster.defaults import DEFAULT_NAME, DEFAULT_REGISTRY_PORT, STATE_FILE, clusters_root
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.node.netns import remove_node_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
+from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
+from olmtool.cluster.registryauth import ensure_registry_auth, remember_root
 from olmtool.errors import ArgumentError, OlmtoolError
 
-STATE_FILE = "cluster.json"
 NODE_NAME = "olmtool-node"
 # Stopped in this order: the OLM engine, the node agent (it stops the pods), the store last.
 STOP_ORDER = (
@@ -51,6 +64,7 @@ STOP_ORDER = (
     "etcd",
     "registry",
 )
+START_ORDER = (*COMPONENTS, "registry", "node-agent", "olm-engine")
 
 Progress = Callable[[str], None]
 
@@ -82,6 +96,9 @@ class Cluster:
     node: str | None = None
     network: int | None = None  # the claimed cluster network's index
     components: dict[str, Component] = field(default_factory=dict)
+    docker_config: str | None = None  # the registry's login, as a docker config.json
+    # what this `up` did that the user should know (restarts, moved ports); not saved
+    notes: list[str] = field(default_factory=list)
 
     def running(self) -> dict[str, bool]:
         return {name: component.alive() for name, component in self.components.items()}
@@ -90,15 +107,6 @@ class Cluster:
         data = asdict(self)
         data.pop("token")
         return data
-
-
-def clusters_root() -> Path:
-    """``$OLMTOOL_CLUSTERS_DIR``, else ``$XDG_STATE_HOME/olmtool/clusters`` (~/.local/state)."""
-    explicit = os.environ.get("OLMTOOL_CLUSTERS_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "olmtool" / "clusters"
 
 
 # kind's rule for cluster names: they become folder names, bridge owners and log labels.
@@ -121,15 +129,15 @@ def read_cluster(name: str, root: Path | None = None) -> Cluster | None:
         return None
     data = json.loads(path.read_text())
     data["components"] = {k: Component(**v) for k, v in data.get("components", {}).items()}
+    data.pop("notes", None)
     return Cluster(**data)
 
 
 def _save(cluster: Cluster) -> None:
-    path = Path(cluster.state_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(cluster), indent=2, sort_keys=True) + "\n")
-    tmp.chmod(0o600)  # holds the admin token
-    os.replace(tmp, path)
+    data = asdict(cluster)
+    data.pop("notes")
+    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    pki.write_private(Path(cluster.state_dir) / STATE_FILE, text.encode())  # the admin token
 
 
 # --- up ---------------------------------------------------------------------------------
@@ -155,28 +163,45 @@ def up(
     progress: Progress | None = None,
     timeout: float = 120.0,
 ) -> Cluster:
-    """Start the cluster ``name`` (or return it if it already runs); ``registry_port``
-    None runs no registry, 0 picks a free port; ``olm_crds`` installs OLM's CRDs (also on
-    a running cluster; False removes none that are there) and ``engine`` (with them)
-    starts olmtool's OLM engine (False: to run real OLM on the cluster)."""
+    """Start the cluster ``name`` (or return it if it already runs; restart only the
+    components that died if some still run); ``registry_port`` None runs no registry, 0
+    picks a free port (at the first ``up``: later ones keep the recorded port);
+    ``olm_crds`` installs OLM's CRDs (also on a running cluster; False removes none
+    that are there) and ``engine`` (with them) starts olmtool's OLM engine (False: to
+    run real OLM on the cluster)."""
     say = progress or (lambda _message: None)
+    notes: list[str] = []
+
+    def note(message: str) -> None:  # said now, and printed with the result
+        notes.append(message)
+        say(message)
+
     state_dir = cluster_dir(name, root)
     existing = read_cluster(name, root)
-    if existing is not None and all(existing.running().values()) and _healthy(existing):
-        say("already running")
-        if olm_crds:
-            _install_olm_crds(existing, say, timeout)
-            if engine and "olm-engine" not in existing.components:
-                _start_engine(existing, state_dir, say)
-                _save(existing)
-        return existing
     if existing is not None:
-        say("stopping leftovers of an earlier run")
-        _stop_components(existing)
-    state_dir.mkdir(parents=True, exist_ok=True)
+        running = existing.running()
+        dead = [component for component, alive in running.items() if not alive]
+        partial = dead and len(dead) < len(running) and (state_dir / PORTS_FILE).is_file()
+        if partial or (running and not dead and _healthy(existing)):
+            if partial:
+                _restart_dead(existing, dead, assets, timeout, say, note)
+                existing.notes = [f"restarted {', '.join(dead)}", *notes]
+            else:
+                say("already running")
+            if olm_crds:
+                _install_olm_crds(existing, say, timeout)
+                if engine and "olm-engine" not in existing.components:
+                    _start_engine(existing, state_dir, say)
+                    _save(existing)
+            return existing
+        if any(running.values()):
+            say("stopping leftovers of an earlier run")
+            _stop_components(existing)
+    pki.private_dir(state_dir)
+    _seed_ports(state_dir, existing)
     say("finding kube-apiserver, controller-manager, scheduler and etcd")
     assets = assets or ensure_assets()
-    plane, network = _launch_on_network(assets, state_dir, timeout, say)
+    plane, network = _launch_on_network(assets, state_dir, timeout, say, note)
     cluster = Cluster(
         name=name,
         state_dir=str(state_dir),
@@ -190,11 +215,11 @@ def up(
         # Applied first, waited for last: the apiserver sets them up while the rest starts.
         olm_names = _apply_olm_crds(cluster, say) if olm_crds else []
         say("starting kube-controller-manager and kube-scheduler")
-        launch_controllers(plane, assets, timeout=timeout)
+        launch_controllers(plane, assets, timeout=timeout, progress=note)
         _record(cluster, plane)
         if registry_port is not None:
             say("starting the image registry")
-            cluster.registry = _start_registry(cluster, state_dir, registry_port)
+            _start_registry(cluster, state_dir, registry_port)
         _save(cluster)
         if node:
             say("starting the node agent")
@@ -213,11 +238,63 @@ def up(
         release_network(state_dir)
         raise
     _save(cluster)
+    cluster.notes = notes
     return cluster
 
 
+def _seed_ports(state_dir: Path, cluster: Cluster | None) -> None:
+    """A cluster made before ports were recorded keeps the apiserver and registry
+    ports its cluster.json names."""
+    ports = PortRecord.load(state_dir)
+    if cluster is None or ports.ports:
+        return
+    for port_name, address in (("kube-apiserver", cluster.server), ("registry", cluster.registry)):
+        port = (address or "").rpartition(":")[2]
+        if port.isdigit():
+            ports.ports[port_name] = int(port)
+    ports.save()
+
+
+def _restart_dead(
+    cluster: Cluster,
+    dead: list[str],
+    assets: Path | None,
+    timeout: float,
+    say: Progress,
+    note: Progress,
+) -> None:
+    """Start again, on their recorded ports, the components of ``cluster`` that died;
+    the others (and the node agent's pods) run on."""
+    state_dir = Path(cluster.state_dir)
+    say(f"restarting {', '.join(dead)}; the rest runs on")
+    plane = prepare_plane(state_dir, network=claim_network(state_dir))
+    etcd_port = plane.ports["etcd"]
+    for component in sorted(dead, key=START_ORDER.index):
+        if component in COMPONENTS:
+            assets = assets or ensure_assets()
+            start_component(plane, assets, component, timeout=timeout, progress=note)
+            if (
+                component == "etcd"
+                and plane.ports["etcd"] != etcd_port
+                and "kube-apiserver" not in dead
+            ):
+                note("etcd moved: restarted kube-apiserver too, which dials it")
+                _terminate_pid(cluster.components["kube-apiserver"], 20.0)
+                start_component(plane, assets, "kube-apiserver", timeout=timeout, progress=note)
+            _record(cluster, plane)
+        elif component == "registry":
+            _start_registry(cluster, state_dir, 0)
+        elif component == "node-agent":
+            _start_node(cluster, state_dir, plane)
+            _save(cluster)
+            _wait_node_ready(cluster, timeout)
+        elif component == "olm-engine":
+            _start_engine(cluster, state_dir, say)
+        _save(cluster)
+
+
 def _launch_on_network(
-    assets: Path, state_dir: Path, timeout: float, say: Progress
+    assets: Path, state_dir: Path, timeout: float, say: Progress, note: Progress
 ) -> tuple[ControlPlane, ClusterNetwork]:
     """Claim the cluster's network (its own again when free), then start etcd and the
     apiserver on it; the claim is given up if they do not start."""
@@ -225,10 +302,11 @@ def _launch_on_network(
     ranges = f"Pods {network.pod_cidr}, Services {network.service_cidr}"
     say(f"starting etcd and kube-apiserver ({ranges})")
     try:
-        return launch_apiserver(assets, state_dir, timeout=timeout, network=network), network
+        plane = launch_apiserver(assets, state_dir, timeout=timeout, network=network, progress=note)
     except BaseException:
         release_network(state_dir)
         raise
+    return plane, network
 
 
 def _api(cluster: Cluster) -> Api:
@@ -253,22 +331,42 @@ def _record(cluster: Cluster, plane: ControlPlane) -> None:
             cluster.components[component] = Component(process.pid, _start_time(process.pid) or 0)
 
 
-def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> str:
-    from olmtool.images import LocalRegistryError, start_registry
+def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
+    """The registry with the cluster's login, on its recorded port (``port`` at the first
+    start: 0 picks a free one); sets ``cluster.registry`` and ``docker_config``."""
+    from olmtool.images.localregistry import LocalRegistryError, RegistryPortTaken, start_registry
 
-    try:
-        registry = start_registry(state_dir / "registry", port=port)
-    except LocalRegistryError as exc:
-        if port:  # the port the caller chose is taken: 0 would pick a free one
-            raise ArgumentError(
-                f"{port} cannot serve the registry (another registry on it? 0 picks a free "
-                f"port): {exc}",
-                argument="registry_port",
-            ) from None
-        raise ClusterError(f"registry on port {port}: {exc}") from None
+    ports = PortRecord.load(state_dir)
+    for attempt in range(1, 4):
+        chosen = ports.assign(["registry"], {"registry": port})["registry"]
+        if ports.settled("registry") and port_in_use(chosen):
+            raise ClusterError(
+                f"the registry cannot start: its port 127.0.0.1:{chosen} (recorded at the "
+                "first `up`; image references and the docker config name it) is in use by "
+                f"{port_holder(chosen) or 'another process'}. Stop that process and run "
+                "`olmtool cluster up` again, or start over with `olmtool cluster down --delete`"
+            )
+        auth = ensure_registry_auth(state_dir, f"127.0.0.1:{chosen}")
+        remember_root(state_dir.parent)  # pushes from this process find the login
+        try:
+            registry = start_registry(state_dir / "registry", port=chosen, htpasswd=auth.htpasswd)
+            break
+        except LocalRegistryError as exc:
+            if ports.settled("registry"):
+                raise ClusterError(f"registry on port {chosen}: {exc}") from None
+            ports.forget("registry")  # not used yet: the next up may pick another
+            if port:  # the port the caller chose is taken
+                raise ArgumentError(
+                    f"{port} cannot serve the registry (another registry on it? 0 picks a "
+                    f"free port): {exc}",
+                    argument="registry_port",
+                ) from None
+            if not isinstance(exc, RegistryPortTaken) or attempt == 3:
+                raise ClusterError(f"registry on port {chosen}: {exc}") from None
     pid = registry.process.pid
     cluster.components["registry"] = Component(pid, _start_time(pid) or 0)
-    return registry.address
+    cluster.registry = registry.address
+    cluster.docker_config = str(auth.docker_config)
 
 
 def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
@@ -294,11 +392,14 @@ def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
 
 
 def _detach(cluster: Cluster, component: str, args: list[str], log_file: Path) -> None:
-    """Start ``args`` in a session of its own, logging to ``log_file``, as ``component``."""
+    """Start ``args`` in a session of its own, logging to ``log_file``, as ``component``.
+    ``OLMTOOL_CLUSTERS_DIR`` names this cluster's root, so its registry pulls find the
+    cluster's login (:func:`olmtool.cluster.registryauth.cluster_registry_credentials`)."""
+    env = {**os.environ, "OLMTOOL_CLUSTERS_DIR": str(Path(cluster.state_dir).parent)}
     with log_file.open("ab") as log:
         process = subprocess.Popen(
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
+            start_new_session=True, env=env,
         )  # fmt: skip
     cluster.components[component] = Component(process.pid, _start_time(process.pid) or 0)
 
@@ -427,6 +528,7 @@ class ClusterStatus:
     node: str | None
     node_ready: bool
     olm_crds: list[str] = field(default_factory=list)  # Established operators.coreos.com CRDs
+    docker_config: str | None = None  # the registry's login (REGISTRY_AUTH_FILE)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -439,6 +541,7 @@ class ClusterStatus:
             "node": self.node,
             "nodeReady": self.node_ready,
             "olmCRDs": self.olm_crds,
+            "dockerConfig": self.docker_config,
         }
 
 
@@ -457,6 +560,7 @@ def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> ClusterStat
         cluster.node,
         healthy and node_ready(cluster),
         _olm_crds_or_none(cluster) if healthy else [],
+        cluster.docker_config,
     )
 
 

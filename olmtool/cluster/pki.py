@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +25,29 @@ class KeyPair:
 
 
 def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+    data = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    path.chmod(0o600)
+    write_private(path, data)
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` readable by its owner only (0600 from the start: no
+    moment where another user could open it), replacing what was there."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(tmp, 0o600)  # whatever the umask
+    os.replace(tmp, path)
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` created if missing, and 0700 (only its owner can list or enter it)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
 
 
 def _name(common_name: str) -> x509.Name:
@@ -92,12 +108,20 @@ def _issue(
 
 
 def create_serving_cert(
-    directory: Path, ca: KeyPair, name: str, *, hosts: tuple[str, ...], ips: tuple[str, ...]
+    directory: Path,
+    ca: KeyPair,
+    name: str,
+    *,
+    hosts: tuple[str, ...],
+    ips: tuple[str, ...],
+    client: bool = False,
 ) -> KeyPair:
-    """A TLS server certificate for ``hosts`` and ``ips``, signed by ``ca``."""
+    """A TLS server certificate for ``hosts`` and ``ips``, signed by ``ca``; ``client``
+    makes it a client certificate too (etcd's peer certificate is both)."""
     names: list[x509.GeneralName] = [x509.DNSName(h) for h in hosts]
     names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    usage = x509.ExtendedKeyUsage([x509.OID_SERVER_AUTH])
+    uses = [x509.OID_SERVER_AUTH, *([x509.OID_CLIENT_AUTH] if client else [])]
+    usage = x509.ExtendedKeyUsage(uses)
     return _issue(directory, ca, name, _name(name), [x509.SubjectAlternativeName(names), usage])
 
 

@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 import kubernetes
+import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.catalog.model import GVK
@@ -75,8 +76,15 @@ class Engine:
     # --- running ---------------------------------------------------------------------------
 
     def run(self) -> None:
-        self.server_version = str(self.kube.get("/version").get("gitVersion", ""))
-        self._ensure_namespace(self.global_namespace)
+        while not self.stop.is_set():
+            try:
+                self.server_version = str(self.kube.get("/version").get("gitVersion", ""))
+                self._ensure_namespace(self.global_namespace)
+                break
+            except (ApiException, OSError, urllib3.exceptions.HTTPError) as exc:
+                # the apiserver is (re)starting: `cluster up` may start us next to it
+                log.warning("the apiserver does not answer yet (%s); retrying", exc)
+                self.stop.wait(1.0)
         self._start_watches()
         log.info("OLM engine running (global catalog namespace %s)", self.global_namespace)
         while not self.stop.is_set():
@@ -127,7 +135,8 @@ class Engine:
     def round(self) -> None:
         try:
             snapshot = self._read()
-        except (ApiException, OSError) as exc:
+        except (ApiException, OSError, urllib3.exceptions.HTTPError) as exc:
+            # the apiserver is down for a moment (restarted by `cluster up`): next round
             log.warning("reading the cluster failed: %s", exc)
             return
         self._guard("catalog sources", self.catalogs.sync, snapshot["catalogsources"])

@@ -5,8 +5,9 @@
 
 Loopback registries are spoken to over plain HTTP (as docker and podman do), others over
 HTTPS; ``OLMTOOL_REGISTRY_CA`` adds a CA bundle to trust. Credentials come from the
-``auth`` argument or the docker/podman config file; Basic and Bearer-token challenges
-are both answered.
+``auth`` argument or the docker/podman config file (for the local cluster's registry,
+from the cluster's state when that has none); Basic and Bearer-token challenges are
+both answered.
 """
 
 from __future__ import annotations
@@ -171,6 +172,20 @@ def docker_credentials(registry: str, repository: str = "") -> Credentials | Non
     return None
 
 
+def default_credentials(registry: str, repository: str = "") -> Credentials | None:
+    """The docker/podman config's credentials for ``registry``; else, for a loopback
+    registry, those of the local cluster whose registry it is (``olmtool cluster up``
+    writes them to its state: :mod:`olmtool.cluster.registryauth`)."""
+    found = docker_credentials(registry, repository)
+    if found is None and is_loopback(registry):
+        from olmtool.cluster.registryauth import cluster_registry_credentials
+
+        login = cluster_registry_credentials(registry)
+        if login is not None:
+            return Credentials(login.username, login.password)
+    return found
+
+
 def auth_file() -> Path:
     if explicit := os.environ.get("REGISTRY_AUTH_FILE"):
         return Path(explicit)
@@ -198,7 +213,7 @@ class RegistryClient:
         self.ref = ref
         self.action = action
         self.credentials = (
-            auth if auth is not None else docker_credentials(ref.registry, ref.repository)
+            auth if auth is not None else default_credentials(ref.registry, ref.repository)
         )
         self.base = httpx.URL(f"{_scheme(ref.registry, insecure)}://{ref.api_host}")
         self.scope = f"repository:{ref.repository}:{'pull,push' if action == 'push' else 'pull'}"
@@ -381,7 +396,12 @@ class RegistryClient:
     def _no_credentials_hint(self, response: httpx.Response) -> str:
         if response.status_code != 401 or self.credentials:
             return ""
-        return f" (no credentials for {self.ref.registry} in the auth argument or {auth_file()})"
+        hint = f" (no credentials for {self.ref.registry} in the auth argument or {auth_file()}"
+        if is_loopback(self.ref.registry):  # perhaps an olmtool cluster's registry
+            hint += (
+                "; an olmtool cluster's login is the docker config `olmtool cluster status` shows"
+            )
+        return hint + ")"
 
 
 def _as_reference(ref: Reference | str) -> Reference:

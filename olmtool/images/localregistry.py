@@ -35,7 +35,7 @@ class LocalRegistryError(OlmtoolError):
     """The local registry is not installed, or did not start."""
 
 
-class _PortTaken(LocalRegistryError):
+class RegistryPortTaken(LocalRegistryError):
     """The free port we picked was taken before the registry bound it."""
 
 
@@ -100,7 +100,7 @@ def start_registry(
     for attempt in range(1, attempts + 1):
         try:
             return _launch(binary, state_dir, port or free_port(), htpasswd, tls, timeout)
-        except _PortTaken:
+        except RegistryPortTaken:
             if attempt == attempts:
                 raise
     raise AssertionError("unreachable")
@@ -168,7 +168,9 @@ def _wait_ready(registry: LocalRegistry, timeout: float) -> None:
         while time.monotonic() < deadline:
             if registry.process.poll() is not None:
                 tail = _log_tail(registry.log)
-                error = _PortTaken if "address already in use" in tail else LocalRegistryError
+                error = (
+                    RegistryPortTaken if "address already in use" in tail else LocalRegistryError
+                )
                 raise error(
                     f"{BINARY} exited with code {registry.process.returncode}: {tail}"
                     f" (log: {registry.log})"

@@ -18,6 +18,7 @@ from olmtool.cluster.node.volumes import (
     claim_directory,
     materialise,
     plan_mounts,
+    pod_owner,
     rewrite,
     rewrite_table,
     service_account_files,
@@ -284,3 +285,112 @@ def test_runtime_errors_are_internal_errors() -> None:
 
     for error in (ImageError, VolumeError, ConfigError, AddressesExhausted):
         assert issubclass(error, InternalError) and not issubclass(error, InputError)
+
+
+# -- modes and owners of Secrets and tokens ------------------------------------------------
+
+
+def _mode(path: Path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_tokens_and_secrets_are_readable_by_the_pod_only(tmp_path: Path) -> None:
+    ctx = context()
+    files, _ = service_account_files(ctx)
+    assert files["token"][1] == 0o600
+    assert files["ca.crt"][1] == files["namespace"][1] == 0o644
+    # the apiserver fills in defaultMode 420 (0644): for a Secret that means 0600
+    secret = materialise(
+        {"name": "s", "secret": {"secretName": "tls", "defaultMode": 420}}, tmp_path, ctx
+    )
+    assert _mode(secret.path / "tls.key") == 0o600
+    assert _mode(secret.path) == 0o700
+    assert _mode(secret.path / os.readlink(secret.path / "..data")) == 0o700
+    config = materialise(
+        {"name": "c", "configMap": {"name": "conf", "defaultMode": 420}}, tmp_path, ctx
+    )
+    assert _mode(config.path / "a.yaml") == 0o644  # not a secret
+    projected = materialise(
+        {
+            "name": "p",
+            "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"path": "token"}},
+                    {"secret": {"name": "tls"}},
+                    {"configMap": {"name": "conf", "items": [{"key": "b.txt", "path": "b"}]}},
+                ],
+            },
+        },
+        tmp_path,
+        ctx,
+    )
+    assert _mode(projected.path / "token") == _mode(projected.path / "tls.key") == 0o600
+    assert _mode(projected.path / "b") == 0o644
+    assert _mode(projected.path) == 0o700
+
+
+def test_a_mode_the_pod_sets_is_honoured(tmp_path: Path) -> None:
+    ctx = context()
+    secret = materialise(
+        {"name": "s", "secret": {"secretName": "tls", "defaultMode": 0o440}}, tmp_path, ctx
+    )
+    assert _mode(secret.path / "tls.key") == 0o440
+    items = materialise(
+        {
+            "name": "i",
+            "secret": {
+                "secretName": "tls",
+                "items": [{"key": "tls.key", "path": "k/key.pem", "mode": 0o644}],
+            },
+        },
+        tmp_path,
+        ctx,
+    )
+    assert _mode(items.path / "k" / "key.pem") == 0o644
+    assert _mode(items.path / os.readlink(items.path / "..data") / "k") == 0o700
+
+
+@pytest.mark.parametrize(
+    ("spec", "owner"),
+    [
+        ({"containers": [{}]}, None),
+        ({"securityContext": {"runAsUser": 1000}, "containers": [{}, {}]}, (1000, -1)),
+        (
+            {"securityContext": {"runAsUser": 1000, "fsGroup": 2000}, "containers": [{}]},
+            (1000, 2000),
+        ),
+        (
+            {
+                "securityContext": {"runAsGroup": 3000},
+                "containers": [{"securityContext": {"runAsUser": 7}}],
+            },
+            (7, 3000),
+        ),
+        (  # containers that differ: root keeps the files (kubelet does the same)
+            {
+                "securityContext": {"runAsUser": 1000},
+                "containers": [{}, {"securityContext": {"runAsUser": 1001}}],
+            },
+            None,
+        ),
+        ({"securityContext": {"runAsUser": 0}, "containers": [{}]}, None),
+    ],
+)
+def test_pod_owner(spec: dict, owner: tuple[int, int] | None) -> None:
+    assert pod_owner(spec) == owner
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_secrets_belong_to_the_pods_user(tmp_path: Path) -> None:
+    pod = {
+        "metadata": POD["metadata"],
+        "spec": {**POD["spec"], "securityContext": {"runAsUser": 1234, "fsGroup": 2345}},
+    }
+    ctx = context()
+    ctx.facts = PodFacts(pod, pod_ip="127.1.0.5")
+    secret = materialise({"name": "s", "secret": {"secretName": "tls"}}, tmp_path, ctx)
+    for path in (secret.path, secret.path / "tls.key"):
+        info = os.stat(path)
+        assert (info.st_uid, info.st_gid) == (1234, 2345)
+    assert _mode(secret.path / "tls.key") == 0o600

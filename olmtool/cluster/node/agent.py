@@ -125,6 +125,7 @@ class NodeAgent:
         """Register the Node (Ready, untainted) and start watching Pods; returns at once
         after registration, with the Pod and heartbeat loops on background threads."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state_dir.chmod(0o700)  # Pods' tokens and Secrets live under it
         self.kube = Kube(self.kubeconfig)
         self.isolated = process.isolation_available() if self._isolate is None else self._isolate
         if not self.isolated:

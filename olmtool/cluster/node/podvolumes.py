@@ -91,7 +91,7 @@ class PodVolumeSet:
 
     def _sa_volume(self, ctx: VolumeContext) -> Volume:
         files, lifetime = service_account_files(ctx)
-        atomic_write(self.sa_dir, files)
+        atomic_write(self.sa_dir, files, private=True, owner=ctx.owner)
         return Volume(SA_VOLUME, self.sa_dir, refresh_at=time.monotonic() + lifetime * SA_REFRESH)
 
     def mounts(self, container_spec: JSON, pod_spec: JSON, isolated: bool) -> list[Mount]:

@@ -7,6 +7,13 @@ atomically through a ``..data`` symlink as kubelet does, so updates are all-or-n
 ``hostPath`` is the host path itself; a ``persistentVolumeClaim`` is the directory of the
 bound PersistentVolume (``hostPath`` or ``local`` path).
 
+Secrets stay with the Pod: service-account tokens and Secret files are 0600 and the
+directories holding them 0700 (the Pod's processes run as root; when every container
+runs as the same ``runAsUser``, they are that user's, with ``fsGroup``/``runAsGroup`` as
+their group). A ``defaultMode`` or item ``mode`` is honoured, except that 0644 -- the
+value the apiserver fills in when a Pod gives none -- means 0600 for Secret and token
+files. ConfigMap and downward-API files keep 0644.
+
 A container sees its volumes at their ``mountPath`` through bind mounts in its own mount
 namespace (see :func:`plan_mounts`). A mount point that does not exist on the host is
 created only under :data:`CREATABLE` (``/tmp``, ``/var/tmp``, ``/run``, ``/var/run``) or
@@ -32,7 +39,9 @@ from olmtool.errors import InternalError
 JSON = dict[str, Any]
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 CREATABLE = ("/tmp", "/var/tmp", "/run", "/var/run")
-DEFAULT_MODE = 0o644
+DEFAULT_MODE = 0o644  # ConfigMap and downward-API files; the apiserver's default
+SECRET_MODE = 0o600  # tokens and Secret files
+PRIVATE_DIR = 0o700  # directories that hold them
 TOKEN_REFRESH = 0.8  # refresh a projected token after 80% of its lifetime
 
 
@@ -51,6 +60,29 @@ class VolumeContext:
     token: Callable[[str, str, JSON], tuple[str, float]]
     """``(namespace, serviceAccount, spec)`` -> (token, lifetime seconds)."""
     ca_bytes: bytes = b""
+
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        """``(uid, gid)`` for Secret and token files: see :func:`pod_owner`."""
+        return pod_owner(self.facts.spec)
+
+
+def pod_owner(spec: JSON) -> tuple[int, int] | None:
+    """The user every container of the Pod runs as (``runAsUser``, the container's or the
+    Pod's) and the group (``fsGroup``, else ``runAsGroup``; -1 keeps root's), or None
+    when that is root, unset or differs between containers (as kubelet does for tokens)."""
+    pod = spec.get("securityContext") or {}
+    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    users = {
+        (c.get("securityContext") or {}).get("runAsUser", pod.get("runAsUser")) for c in containers
+    }
+    if len(users) != 1:
+        return None
+    user = users.pop()
+    if not isinstance(user, int) or user <= 0:
+        return None
+    group = pod.get("fsGroup", pod.get("runAsGroup"))
+    return user, group if isinstance(group, int) and group >= 0 else -1
 
 
 @dataclass
@@ -75,22 +107,38 @@ class Mount:
 # -- atomic writer ----------------------------------------------------------------------
 
 
-def atomic_write(directory: Path, files: Mapping[str, tuple[bytes, int]]) -> bool:
+def atomic_write(
+    directory: Path,
+    files: Mapping[str, tuple[bytes, int]],
+    *,
+    private: bool = False,
+    owner: tuple[int, int] | None = None,
+) -> bool:
     """Make ``directory`` hold exactly ``files`` (relative path -> (data, mode)), switching
     a ``..data`` symlink so readers see the old set or the new, never a mix. Returns
-    False when nothing changed."""
+    False when nothing changed. ``private``: the directories are 0700; ``owner``
+    (uid, gid) gets the files and directories. Each file is created with its final
+    mode, so none is readable by others for a moment."""
     directory.mkdir(parents=True, exist_ok=True)
+    if private:
+        directory.chmod(PRIVATE_DIR)
     data_link = directory / "..data"
     if data_link.is_symlink() and _same(directory / os.readlink(data_link), files):
         return False
     stamp = f"..{time.strftime('%Y_%m_%d_%H_%M_%S')}.{time.monotonic_ns() % 10**9}"
     version = directory / stamp
-    version.mkdir()
+    version.mkdir(mode=PRIVATE_DIR if private else 0o777)
     for rel, (data, mode) in files.items():
         target = version / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(mode & 0o777)
+        for parent in reversed(target.relative_to(version).parents[:-1]):
+            (version / parent).mkdir(mode=PRIVATE_DIR if private else 0o777, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode & 0o777)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(target, mode & 0o777)  # whatever the umask
+    if owner is not None:
+        for path in (directory, version, *version.rglob("*")):
+            os.chown(path, *owner, follow_symlinks=False)
     tmp_link = directory / "..data_tmp"
     if tmp_link.is_symlink():
         tmp_link.unlink()
@@ -186,7 +234,9 @@ def _downward_files(items: Sequence[JSON], ctx: VolumeContext, mode: int) -> JSO
     return out
 
 
-def _token_files(source: JSON, ctx: VolumeContext) -> tuple[dict[str, tuple[bytes, int]], float]:
+def _token_files(
+    source: JSON, ctx: VolumeContext, mode: int = SECRET_MODE
+) -> tuple[dict[str, tuple[bytes, int]], float]:
     spec = ctx.facts.spec
     account = str(spec.get("serviceAccountName") or "default")
     try:
@@ -198,17 +248,26 @@ def _token_files(source: JSON, ctx: VolumeContext) -> tuple[dict[str, tuple[byte
             f"token for service account {ctx.facts.namespace}/{account}: {exc}"
         ) from None
     path = _safe_rel(str(source.get("path") or "token"))
-    return {path: (token.encode(), 0o644)}, lifetime
+    return {path: (token.encode(), mode)}, lifetime
 
 
 def service_account_files(
     ctx: VolumeContext,
 ) -> tuple[dict[str, tuple[bytes, int]], float]:
-    """``token``, ``ca.crt`` and ``namespace``: what in-cluster clients read."""
+    """``token`` (0600), ``ca.crt`` and ``namespace``: what in-cluster clients read."""
     files, lifetime = _token_files({"path": "token", "expirationSeconds": 3600}, ctx)
-    files["ca.crt"] = (ctx.ca_bytes, 0o644)
-    files["namespace"] = (ctx.facts.namespace.encode(), 0o644)
+    files["ca.crt"] = (ctx.ca_bytes, DEFAULT_MODE)
+    files["namespace"] = (ctx.facts.namespace.encode(), DEFAULT_MODE)
     return files, lifetime
+
+
+def _explicit_mode(source: JSON) -> int | None:
+    """``defaultMode`` when the Pod set one: 0644 is also what the apiserver fills in, so
+    it counts as unset (Secret and token files then get 0600)."""
+    mode = source.get("defaultMode")
+    if not isinstance(mode, int) or isinstance(mode, bool) or mode == DEFAULT_MODE:
+        return None
+    return mode & 0o777
 
 
 def materialise(volume: JSON, root: Path, ctx: VolumeContext) -> Volume:
@@ -225,35 +284,41 @@ def materialise(volume: JSON, root: Path, ctx: VolumeContext) -> Volume:
         claim = str(volume["persistentVolumeClaim"].get("claimName"))
         return Volume(name, ctx.claim_path(ctx.facts.namespace, claim), managed=False)
     refresh_at = None
+    private = False  # holds a Secret or a token
     if "configMap" in volume or "secret" in volume:
         kind = "ConfigMap" if "configMap" in volume else "Secret"
         source = volume["configMap" if kind == "ConfigMap" else "secret"]
-        mode = int(source.get("defaultMode") or DEFAULT_MODE)
+        private = kind == "Secret"
+        mode = _explicit_mode(source) or (SECRET_MODE if private else DEFAULT_MODE)
         files = _configmap_files(source, ctx, kind, mode) or {}
     elif "downwardAPI" in volume:
         source = volume["downwardAPI"]
-        mode = int(source.get("defaultMode") or DEFAULT_MODE)
-        files = _downward_files(source.get("items") or [], ctx, mode)
+        files = _downward_files(
+            source.get("items") or [], ctx, _explicit_mode(source) or DEFAULT_MODE
+        )
     elif "projected" in volume:
         source = volume["projected"]
-        mode = int(source.get("defaultMode") or DEFAULT_MODE)
+        explicit = _explicit_mode(source)
+        plain, secret = explicit or DEFAULT_MODE, explicit or SECRET_MODE
         files = {}
         for part in source.get("sources") or []:
             if "configMap" in part:
-                files.update(_configmap_files(part["configMap"], ctx, "ConfigMap", mode) or {})
+                files.update(_configmap_files(part["configMap"], ctx, "ConfigMap", plain) or {})
             elif "secret" in part:
-                files.update(_configmap_files(part["secret"], ctx, "Secret", mode) or {})
+                private = True
+                files.update(_configmap_files(part["secret"], ctx, "Secret", secret) or {})
             elif "downwardAPI" in part:
-                files.update(_downward_files(part["downwardAPI"].get("items") or [], ctx, mode))
+                files.update(_downward_files(part["downwardAPI"].get("items") or [], ctx, plain))
             elif "serviceAccountToken" in part:
-                token_files, lifetime = _token_files(part["serviceAccountToken"], ctx)
+                private = True
+                token_files, lifetime = _token_files(part["serviceAccountToken"], ctx, secret)
                 files.update(token_files)
                 due = time.monotonic() + lifetime * TOKEN_REFRESH
                 refresh_at = due if refresh_at is None else min(refresh_at, due)
     else:
         kinds = sorted(k for k in volume if k != "name")
         raise VolumeError(f"volume {name!r}: unsupported volume type {', '.join(kinds)}")
-    atomic_write(target, files)
+    atomic_write(target, files, private=private, owner=ctx.owner if private else None)
     return Volume(name, target, refresh_at=refresh_at)
 
 

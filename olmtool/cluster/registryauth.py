@@ -1,0 +1,165 @@
+"""Credentials of a local cluster's image registry.
+
+Every cluster's registry requires a user and password (htpasswd, bcrypt): anonymous
+pulls, pushes and deletes are refused. The password is random, made at the first
+``cluster up`` and kept in the cluster's state directory (files 0600, directories 0700):
+
+* ``<state>/registry/htpasswd`` -- what ``docker-registry`` checks;
+* ``<state>/docker/config.json`` -- a docker config (``auths``) for the registry's
+  address, as ``127.0.0.1:PORT`` and ``localhost:PORT``: point ``DOCKER_CONFIG`` at its
+  folder, or ``REGISTRY_AUTH_FILE`` (podman, skopeo) at the file. ``cluster status``
+  shows its path.
+
+olmtool finds them on its own: :func:`cluster_registry_credentials` is what the registry
+client (:mod:`olmtool.images.distribution`) falls back to for a loopback registry that
+the user's docker config has no entry for, so ``--push`` to the local cluster's registry,
+the node agent's pulls and the OLM engine's all authenticate without set-up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from olmtool.cluster.defaults import STATE_FILE, clusters_root
+from olmtool.errors import OlmtoolError
+
+USERNAME = "olmtool"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost")
+# roots of clusters this process started elsewhere than clusters_root() (`up(root=...)`)
+_started_roots: list[Path] = []
+
+
+def remember_root(root: Path) -> None:
+    """Make :func:`cluster_registry_credentials` look under ``root`` too, for the rest of
+    this process (a cluster started with ``up(root=...)`` and then pushed to)."""
+    if root not in _started_roots:
+        _started_roots.append(root)
+
+
+@dataclass(frozen=True)
+class RegistryLogin:
+    username: str
+    password: str
+
+
+@dataclass(frozen=True)
+class RegistryAuth:
+    """The files of a cluster's registry credentials, and the credentials."""
+
+    htpasswd: Path
+    docker_config: Path
+    login: RegistryLogin
+
+
+def docker_config_path(state_dir: Path) -> Path:
+    return Path(state_dir) / "docker" / "config.json"
+
+
+def htpasswd_path(state_dir: Path) -> Path:
+    return Path(state_dir) / "registry" / "htpasswd"
+
+
+def docker_config(addresses: list[str], login: RegistryLogin) -> dict[str, object]:
+    """A docker config whose ``auths`` hold ``login`` for each address."""
+    token = base64.b64encode(f"{login.username}:{login.password}".encode()).decode()
+    return {"auths": {address: {"auth": token} for address in addresses}}
+
+
+def registry_addresses(address: str) -> list[str]:
+    """``127.0.0.1:PORT`` and ``localhost:PORT``: the names a client may use for it."""
+    host, _, port = address.rpartition(":")
+    if host not in LOOPBACK_NAMES:
+        return [address]
+    return [f"{name}:{port}" for name in LOOPBACK_NAMES]
+
+
+def read_login(config_file: Path) -> RegistryLogin | None:
+    """The first login a docker config file holds (``auth`` or username/password)."""
+    try:
+        data = json.loads(config_file.read_text())
+    except (OSError, ValueError):
+        return None
+    auths = data.get("auths") if isinstance(data, dict) else None
+    for entry in auths.values() if isinstance(auths, dict) else ():
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("username") and entry.get("password"):
+            return RegistryLogin(str(entry["username"]), str(entry["password"]))
+        try:
+            user, colon, password = base64.b64decode(str(entry.get("auth"))).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            continue
+        if colon and user and password:
+            return RegistryLogin(user, password)
+    return None
+
+
+def bcrypt_hash(password: str) -> str:
+    try:
+        import bcrypt
+    except ImportError:  # a dependency of olmtool; missing only in a broken install
+        raise OlmtoolError(
+            "the registry's htpasswd needs bcrypt hashes: pip install bcrypt"
+        ) from None
+    # The registry checks the hash on every request. The password is 192 random bits:
+    # bcrypt's work factor protects guessable passwords, not this one, so the lowest
+    # cost keeps each request fast (cost 12 adds ~0.25 s to every blob of a push).
+    return bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=4)).decode()
+
+
+def _htpasswd_matches(path: Path, login: RegistryLogin) -> bool:
+    try:
+        user, _, hashed = path.read_text().strip().partition(":")
+        import bcrypt
+
+        return user == login.username and bcrypt.checkpw(login.password.encode(), hashed.encode())
+    except (OSError, ValueError, ImportError):
+        return False
+
+
+def ensure_registry_auth(state_dir: Path, address: str) -> RegistryAuth:
+    """The cluster's registry login (made now at the first start), its htpasswd and its
+    docker config for ``address`` (``host:port``), all written 0600 in 0700 folders."""
+    from olmtool.cluster import pki  # cryptography: not needed by the look-up
+
+    config = docker_config_path(state_dir)
+    htpasswd = htpasswd_path(state_dir)
+    pki.private_dir(config.parent)
+    pki.private_dir(htpasswd.parent)
+    login = read_login(config)
+    if login is None or not _htpasswd_matches(htpasswd, login):
+        login = RegistryLogin(USERNAME, secrets.token_urlsafe(24))
+        pki.write_private(htpasswd, f"{login.username}:{bcrypt_hash(login.password)}\n".encode())
+    content = json.dumps(docker_config(registry_addresses(address), login), indent=1) + "\n"
+    pki.write_private(config, content.encode())
+    return RegistryAuth(htpasswd, config, login)
+
+
+def cluster_registry_credentials(registry: str, root: Path | None = None) -> RegistryLogin | None:
+    """The login of the local cluster (under ``root``, default :func:`clusters_root` and
+    the roots this process started clusters in) whose registry is ``registry``
+    (``127.0.0.1:PORT`` or ``localhost:PORT``); None for any other address, or when
+    there is no such cluster this user can read."""
+    host, _, port = registry.rpartition(":")
+    if host not in LOOPBACK_NAMES or not port.isdigit():
+        return None
+    folders: list[Path] = []
+    for base in [root] if root else [clusters_root(), *_started_roots]:
+        with contextlib.suppress(OSError):
+            folders += sorted(base.iterdir())
+    for folder in folders:
+        try:
+            recorded = json.loads((folder / STATE_FILE).read_text()).get("registry")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(recorded, str) and recorded.rpartition(":")[2] == port:
+            login = read_login(docker_config_path(folder))
+            if login is not None:
+                return login
+    return None

@@ -1,0 +1,132 @@
+"""``cluster up`` on a cluster where some components died restarts only those (the
+decisions, without starting processes; tests/e2e/test_cluster_lifecycle.py does it for real)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from olmtool.cluster import local
+from olmtool.cluster.portrecord import PortRecord
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def _write_cluster(root: Path, components: dict[str, bool], ports: bool = True) -> Path:
+    state = root / "c"
+    state.mkdir(parents=True)
+    me = os.getpid()
+    records = {
+        name: {"pid": me, "started": local._start_time(me)}
+        if alive
+        else {"pid": _dead_pid(), "started": 1}
+        for name, alive in components.items()
+    }
+    cluster = {
+        "name": "c",
+        "state_dir": str(state),
+        "server": "https://127.0.0.1:6443",
+        "kubeconfig": str(state / "admin.kubeconfig"),
+        "ca_file": str(state / "pki" / "olmtool-ca.crt"),
+        "token": "t",
+        "registry": "127.0.0.1:5000",
+        "components": records,
+    }
+    (state / "cluster.json").write_text(json.dumps(cluster))
+    if ports:
+        (state / "ports.json").write_text(json.dumps({"kube-apiserver": 6443, "registry": 5000}))
+    return state
+
+
+class Started(Exception):
+    """The full start began."""
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    made: list[tuple] = []
+
+    def full_start(*args: object) -> None:
+        made.append(("full start",))
+        raise Started
+
+    monkeypatch.setattr(local, "_launch_on_network", full_start)
+    monkeypatch.setattr(local, "ensure_assets", lambda: Path("/assets"))
+    monkeypatch.setattr(local, "_restart_dead", lambda c, dead, *a: made.append(("restart", dead)))
+    monkeypatch.setattr(
+        local, "_stop_components", lambda c: made.append(("stop", sorted(c.components)))
+    )
+    monkeypatch.setattr(local, "_healthy", lambda c: True)
+    return made
+
+
+def test_only_the_dead_components_are_restarted(tmp_path: Path, calls: list[tuple]) -> None:
+    _write_cluster(
+        tmp_path,
+        {"etcd": True, "kube-apiserver": True, "kube-scheduler": False, "registry": False},
+    )
+    cluster = local.up("c", root=tmp_path, olm_crds=False)
+    assert calls == [("restart", ["kube-scheduler", "registry"])]
+    assert cluster.server == "https://127.0.0.1:6443"
+    assert cluster.notes == ["restarted kube-scheduler, registry"]
+    assert "notes" not in json.loads((tmp_path / "c" / "cluster.json").read_text())
+
+
+def test_a_running_cluster_is_left_alone(tmp_path: Path, calls: list[tuple]) -> None:
+    _write_cluster(tmp_path, {"etcd": True, "kube-apiserver": True})
+    local.up("c", root=tmp_path, olm_crds=False)
+    assert calls == []
+
+
+def test_a_stopped_cluster_starts_whole(tmp_path: Path, calls: list[tuple]) -> None:
+    _write_cluster(tmp_path, {"etcd": False, "kube-apiserver": False})
+    with pytest.raises(Started):
+        local.up("c", root=tmp_path, olm_crds=False)
+    assert calls == [("full start",)]
+
+
+def test_a_cluster_from_before_recorded_ports_restarts_whole(
+    tmp_path: Path, calls: list[tuple]
+) -> None:
+    """Its etcd speaks plain HTTP on a port nobody recorded: nothing can join it."""
+    state = _write_cluster(tmp_path, {"etcd": True, "kube-scheduler": False}, ports=False)
+    with pytest.raises(Started):
+        local.up("c", root=tmp_path, olm_crds=False)
+    assert calls == [("stop", ["etcd", "kube-scheduler"]), ("full start",)]
+    # the addresses users hold are kept: the apiserver's and the registry's ports
+    assert PortRecord.load(state).ports == {"kube-apiserver": 6443, "registry": 5000}
+    assert os.stat(state).st_mode & 0o777 == 0o700
+
+
+def test_restart_order_and_what_each_component_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = _write_cluster(tmp_path, {"etcd": True})
+    cluster = local.read_cluster("c", tmp_path)
+    assert cluster is not None
+    started: list[str] = []
+
+    class Plane:
+        ports = PortRecord(state / "ports.json", {"etcd": 1})
+        processes: dict = {}
+
+    monkeypatch.setattr(local, "claim_network", lambda state_dir: None)
+    monkeypatch.setattr(local, "prepare_plane", lambda state_dir, network: Plane())
+    monkeypatch.setattr(
+        local, "start_component", lambda plane, assets, name, **kw: started.append(name)
+    )
+    monkeypatch.setattr(local, "_start_registry", lambda c, s, port: started.append("registry"))
+    monkeypatch.setattr(local, "_start_node", lambda c, s, p: started.append("node-agent"))
+    monkeypatch.setattr(local, "_wait_node_ready", lambda c, t: None)
+    monkeypatch.setattr(local, "_start_engine", lambda c, s, say: started.append("olm-engine"))
+    dead = ["olm-engine", "registry", "kube-scheduler", "node-agent", "kube-apiserver"]
+    local._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None, lambda _m: None)
+    assert started == ["kube-apiserver", "kube-scheduler", "registry", "node-agent", "olm-engine"]
