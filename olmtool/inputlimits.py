@@ -142,7 +142,12 @@ def yaml_too_deep(text: str) -> TooDeep | None:
                 depth -= 1
             elif kind is yaml.DocumentEndEvent:
                 document += 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # libyaml >= 0.2.5 (PyYAML 6.0.4's wheels) stops at 1000 levels itself, scanning
+        # ahead of the events: the same verdict, in our words
+        if "maximum nesting depth" in str(exc):
+            mark = getattr(exc, "problem_mark", None)
+            return TooDeep(document, mark.line + 1 if mark is not None else 1)
         return None
     finally:
         loader.dispose()
