@@ -158,11 +158,13 @@ def test_19_crd_upgrade_allowed_then_blocked_by_stored_version_loss(world: World
         Bundle("crdup", "0.3.0", replaces="crdup.v0.2.0", owned=[crd(group, "Widget", ["v2"])]),
     ]
     ns = w.install(bundles, starting_csv=bundles[0].name)
-    w.wait_installed(ns, "crdup", bundles[1].name, LONG)
+    # The plan for 0.3.0 exists only once 0.2.0 succeeded; waiting for 0.2.0 as the
+    # installed CSV would race the Automatic upgrade, which moves on within a second.
+    plan = w.wait_plan(ns, bundles[2].name, ("Failed",), LONG)
+    assert status(w.csv(ns, bundles[1].name))["phase"] in ("Succeeded", "Replacing")
     stored = w.kube.get(f"{CRDS}/widgets.{group}")
     assert [v["name"] for v in stored["spec"]["versions"]] == ["v1", "v2"]
     assert status(stored)["storedVersions"] == ["v1", "v2"]
-    plan = w.wait_plan(ns, bundles[2].name, ("Failed",), LONG)
     message = (
         f"risk of data loss updating widgets.{group}: new CRD removes version v1 that is "
         "listed as a stored version on the existing CRD"
