@@ -24,6 +24,14 @@ lazy_package(
             "BundleBuildResult",
             "bundle_build",
         ),
+        "olmtool.actions.bundle_image": (
+            "BundleImageResult",
+            "bundle_dir_image",
+        ),
+        "olmtool.actions.bundle_release": (
+            "BundleReleaseResult",
+            "bundle_release",
+        ),
         "olmtool.actions.bundle_validate": ("bundle_checks", "bundle_validate"),
         "olmtool.actions.catalog_add": ("catalog_add",),
         "olmtool.actions.catalog_graph": (
@@ -69,6 +77,8 @@ lazy_package(
 
 __all__ = [
     "BundleBuildResult",
+    "BundleImageResult",
+    "BundleReleaseResult",
     "CatalogGraph",
     "CatalogPublishResult",
     "ClusterStatus",
@@ -79,6 +89,8 @@ __all__ = [
     "ImageTarget",
     "bundle_build",
     "bundle_checks",
+    "bundle_dir_image",
+    "bundle_release",
     "bundle_validate",
     "catalog_add",
     "catalog_checks",

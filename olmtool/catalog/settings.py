@@ -22,8 +22,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+
+from olmtool.errors import InputError
+from olmtool.images import expand_image
 
 DEFAULT_BASE_IMAGE = "quay.io/operator-framework/opm:latest"
 
@@ -57,6 +60,16 @@ class PackageSource(_Section):
     template: str | None = None
     default_channel: str | None = None
     deprecations: list[DeprecationSetting] = []
+
+    @field_validator("image")
+    @classmethod
+    def _placeholders(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                expand_image(value, package="package", version="0.0.0")
+            except InputError as exc:
+                raise ValueError(exc.message) from None
+        return value
 
     @model_validator(mode="after")
     def _some_source(self) -> PackageSource:
