@@ -65,7 +65,9 @@ def bundle_dir_image(
 
 def _expanded(image: ImageTarget, package: str, version: str) -> ImageTarget:
     if not version and "{version}" in f"{image.reference} {image.layout or ''}":
-        raise ArgumentError("uses {version}, but the bundle's CSV has no spec.version", argument="image")
+        raise ArgumentError(
+            "uses {version}, but the bundle's CSV has no spec.version", argument="image"
+        )
     try:
         return image.expanded(package=package, version=version)
     except InputError as exc:

@@ -187,9 +187,7 @@ def _checked(
     for old in before.resolved_releases():
         kept = new.get(old.version)
         if kept is None or kept.settings.model_dump() != old.settings.model_dump():
-            raise InputError(
-                f"the edit would change release {old.version}; {by_hand}", path=file
-            )
+            raise InputError(f"the edit would change release {old.version}; {by_hand}", path=file)
     return new[entry["version"]]
 
 
@@ -199,9 +197,7 @@ def _image_notes(added: ResolvedRelease, releases: Sequence[ResolvedRelease]) ->
     previous = releases[-1].version
     settings = added.settings
     images = {"deployment.image": settings.deployment.image}
-    images.update(
-        {f"csv.relatedImages {r.name}": r.image for r in settings.csv.related_images}
-    )
+    images.update({f"csv.relatedImages {r.name}": r.image for r in settings.csv.related_images})
     return [
         f"{where} is {image} in {added.version} too: write its tag as {{version}} if it follows the release"
         for where, image in images.items()

@@ -252,9 +252,7 @@ def merged_data(
         if short not in given:
             continue
         if f"{section}.{key}" in overrides:
-            raise SettingError(
-                f"{where}.{short}", f"give {short} once: here or as {section}.{key}"
-            )
+            raise SettingError(f"{where}.{short}", f"give {short} once: here or as {section}.{key}")
         data.setdefault(section, {})[key] = given[short]
         overrides[f"{section}.{key}"] = short
     data["version"] = release.version  # type: ignore[attr-defined]

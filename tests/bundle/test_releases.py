@@ -4,6 +4,7 @@ shipped, and the catalog published from them."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,7 @@ from olmtool.errors import ArgumentError, InputError
 from olmtool.fsutil import read_tree
 from olmtool.images import ImageTarget, expand_image, read_oci_layout
 from tests.catalog.opm_peer import OPM, requires_opm
+from tests.catalog.test_cli_validate import cli
 
 GOLDEN = Path(__file__).parent / "golden" / "gizmo-operator"
 VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]
@@ -59,7 +61,7 @@ def test_a_release_keys_are_the_bundle_keys_it_may_change() -> None:
 def test_releases_resolve_oldest_first_with_overrides(releases_project: Path) -> None:
     releases = _releases(releases_project)
     assert list(releases) == VERSIONS
-    first, second, third, fourth = (releases[v] for v in VERSIONS)
+    first, third, fourth = (releases[v] for v in ("0.1.0", "0.3.0", "0.4.0"))
     assert (first.frozen, first.own_crds, first.newest) == (True, True, False)
     assert (third.frozen, third.own_crds, third.newest) == (False, False, False)
     assert fourth.newest and not fourth.own_crds
@@ -222,9 +224,7 @@ def test_default_channel_error_points_at_its_line_in_the_one_release_form(
 def test_build_defaults_to_the_newest_release(releases_project: Path) -> None:
     result = bundle_build(config=releases_project / "olmtool.yaml")
     assert [r.version for r in result.releases] == ["0.4.0"]
-    assert sorted(p.name for p in (releases_project / "out/gizmo-operator").iterdir()) == [
-        "0.4.0"
-    ]
+    assert sorted(p.name for p in (releases_project / "out/gizmo-operator").iterdir()) == ["0.4.0"]
     data = result.as_dict()
     assert data["version"] == "0.4.0" and data["status"] == "written"  # one release: flat too
     assert [r["version"] for r in data["releases"]] == ["0.4.0"]
@@ -276,7 +276,8 @@ def test_a_frozen_release_is_built_once_then_never_rewritten(releases_project: P
     shipped = read_tree(_bundle(releases_project, "0.1.0"))
     unchanged = bundle_build(config=config, all_releases=True)
     assert not unchanged.failed
-    assert [(r.version, r.status(False), r.frozen) for r in unchanged.releases][0] == (
+    first = unchanged.releases[0]
+    assert (first.version, first.status(False), first.frozen) == (
         "0.1.0",
         "unchanged",
         True,
@@ -340,7 +341,9 @@ def test_image_per_release_needs_version_in_the_reference(releases_project: Path
     target = ImageTarget("r.io/{package}-bundle:v{version}", layout=layout)
     result = bundle_build(config=config, all_releases=True, image=target)
     saved = [r.image for r in result.releases]
-    assert [s.reference for s in saved if s] == [f"r.io/gizmo-operator-bundle:v{v}" for v in VERSIONS]
+    assert [s.reference for s in saved if s] == [
+        f"r.io/gizmo-operator-bundle:v{v}" for v in VERSIONS
+    ]
     image = read_oci_layout(releases_project / "oci/0.2.0", "v0.2.0")
     assert image.labels["operators.operatorframework.io.bundle.channels.v1"] == "alpha"
 
@@ -387,3 +390,33 @@ def test_opm_accepts_the_published_catalog(releases_project: Path) -> None:
         [str(OPM), "validate", str(releases_project / "catalog")], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
+
+
+# --- the command: wiring only -------------------------------------------------------------
+
+
+def test_build_command_with_releases(
+    releases_project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(releases_project)
+    built = cli("bundle", "build", "--all")
+    assert built.returncode == 0, built.exception
+    assert "bundle out/gizmo-operator/0.1.0: 4 files, 4 changed (frozen)\n" in built.stdout
+    again = cli("bundle", "build", "--all")
+    assert again.stdout.splitlines() == [
+        "bundle out/gizmo-operator/0.1.0: unchanged (frozen), 4 files",
+        "bundle out/gizmo-operator/0.2.0: unchanged, 4 files",
+        "bundle out/gizmo-operator/0.3.0: unchanged, 4 files",
+        "bundle out/gizmo-operator/0.4.0: unchanged, 4 files",
+    ]
+    _edit(releases_project / "olmtool.yaml", "Makes gizmos.", "Makes better gizmos.")
+    refused = cli("bundle", "build", "--version", "0.1.0", "-o", "json")
+    assert refused.returncode == 1
+    assert json.loads(refused.stdout)["status"] == "refused"
+    text = cli("bundle", "build", "--version", "0.1.0")
+    assert (
+        text.stdout
+        == f"bundle out/gizmo-operator/0.1.0: refused: frozen, differs ({CSV}): not rewritten\n"
+    )
+    both = cli("bundle", "build", "--all", "--version", "0.1.0")
+    assert both.returncode == 1 and both.error == "--version cannot be given with --all"
