@@ -22,6 +22,7 @@ lazy_package(
     {
         "olmtool.actions.bundle_build": (
             "BundleBuildResult",
+            "ReleaseBuild",
             "bundle_build",
         ),
         "olmtool.actions.bundle_image": (
@@ -87,6 +88,7 @@ __all__ = [
     "ImageBuildResult",
     "ImageLockResult",
     "ImageTarget",
+    "ReleaseBuild",
     "bundle_build",
     "bundle_checks",
     "bundle_dir_image",

@@ -14,13 +14,12 @@ from typing import Any
 
 from olmtool.actions._project import project_section
 from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
-from olmtool.bundle import BundleSettings, ResolvedRelease
-from olmtool.bundle.releasefile import add_release
+from olmtool.bundle import BundleSettings, ResolvedRelease, add_release
 from olmtool.config import parse_project
 from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.fsutil import write_atomic
 from olmtool.kyaml import read_text
-from olmtool.versions import parse_range, parse_version, precedence_key
+from olmtool.versions import Range, parse_range, parse_version, precedence_key
 
 AUTO, NONE = "auto", "none"
 
@@ -67,14 +66,42 @@ def bundle_release(
     build: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> BundleReleaseResult:
-    """Append release ``next_version`` to ``bundle.releases`` in olmtool.yaml (every other line
-    kept as written) and, with ``build``, build it.
-
-    ``channels``: the release's own (default: the shared ones). ``replaces``: ``auto``
-    names the head (newest release) of its channels, and ``skips`` the heads of the
-    others when they differ and ``skip_range`` does not cover them; ``none``; or a CSV
-    name (``foo.v0.3.0``) or a version. ``next_version`` must be newer than every head."""
+    """Append release ``next_version`` to ``bundle.releases`` in olmtool.yaml (every other
+    line kept as written; a one-release file is turned into the releases form first)
+    and, with ``build``, build it. See :func:`release_entry` for the edges."""
     project, settings = project_section(config, "bundle")
+    entry = release_entry(settings, next_version, channels, skip_range, replaces)
+    edit = add_release(read_text(project.file), entry, path=project.file)
+    added = _checked(project.file, edit.text, settings, entry)
+    csv = added.settings.csv
+    result = BundleReleaseResult(
+        project.file,
+        added.version,
+        list(added.settings.channels),
+        csv.replaces,
+        list(csv.skips),
+        csv.skip_range,
+        edit.converted,
+        [*edit.notes, *_image_notes(added, settings.resolved_releases())],
+    )
+    write_atomic(project.file, edit.text)
+    if build:
+        result.build = bundle_build(config=project.file, version=added.version, progress=progress)
+    return result
+
+
+def release_entry(
+    settings: BundleSettings,
+    next_version: str,
+    channels: Sequence[str],
+    skip_range: str | None,
+    replaces: str,
+) -> dict[str, Any]:
+    """The new ``releases`` entry. ``channels``: its own (default: the shared ones).
+    ``replaces``: ``auto`` names the head (newest release) of its channels, and
+    ``skips`` the heads of its other channels where they differ and ``skip_range`` does
+    not cover them; ``none``; or a CSV name (``foo.v0.3.0``) or a version. The version
+    must be new and newer than every head."""
     version = _semantic(next_version)
     releases = settings.resolved_releases()
     if any(r.version == version for r in releases):
@@ -84,39 +111,22 @@ def bundle_release(
         raise ArgumentError("is needed: bundle has no shared channels", argument="channels")
     heads = channel_heads(releases, chosen)
     for channel, head in heads.items():
-        if precedence_key(parse_version(version)) <= precedence_key(parse_version(head.version)):
+        if _key(version) <= _key(head.version):
             raise ArgumentError(
                 f"{version} is not newer than {head.version}, the head of channel {channel}",
                 argument="next_version",
             )
-    if skip_range is not None:
-        try:
-            parsed_range = parse_range(skip_range)
-        except ValueError as exc:
-            raise ArgumentError(str(exc), argument="skip_range") from None
-    edges = _edges(settings, heads, replaces, parsed_range if skip_range else None)
+    parsed_range = _range(skip_range)
     entry: dict[str, Any] = {"version": version}
     if channels:
         entry["channels"] = chosen
-    entry.update(edges)
+    if replaces == AUTO:
+        entry.update(_auto_edges(heads, parsed_range))
+    elif replaces != NONE:
+        entry["replaces"] = _csv_name(settings.package, replaces)
     if skip_range is not None:
         entry["skipRange"] = skip_range
-    edit = add_release(read_text(project.file), entry, path=project.file)
-    added = _checked(project.file, edit.text, settings, entry)
-    result = BundleReleaseResult(
-        project.file,
-        version,
-        list(added.settings.channels),
-        added.settings.csv.replaces,
-        list(added.settings.csv.skips),
-        added.settings.csv.skip_range,
-        edit.converted,
-        [*edit.notes, *_image_notes(added, releases)],
-    )
-    write_atomic(project.file, edit.text)
-    if build:
-        result.build = bundle_build(config=project.file, version=version, progress=progress)
-    return result
+    return entry
 
 
 def channel_heads(
@@ -131,6 +141,10 @@ def channel_heads(
     return heads
 
 
+def _key(version: str) -> tuple[object, ...]:
+    return precedence_key(parse_version(version))
+
+
 def _semantic(version: str) -> str:
     version = version.removeprefix("v")
     try:
@@ -140,25 +154,28 @@ def _semantic(version: str) -> str:
     return version
 
 
-def _edges(
-    settings: BundleSettings,
-    heads: dict[str, ResolvedRelease],
-    replaces: str,
-    skip_range: Any,
-) -> dict[str, Any]:
-    """``replaces`` (and ``skips``) of the new release."""
-    if replaces == NONE:
-        return {}
-    if replaces != AUTO:
-        try:
-            parse_version(replaces.removeprefix("v"))
-            return {"replaces": f"{settings.package}.v{replaces.removeprefix('v')}"}
-        except ValueError:
-            return {"replaces": replaces}
-    ordered = sorted(
-        {h.version: h for h in heads.values()}.values(),
-        key=lambda r: precedence_key(parse_version(r.version)),
-    )
+def _range(skip_range: str | None) -> Range | None:
+    if skip_range is None:
+        return None
+    try:
+        return parse_range(skip_range)
+    except ValueError as exc:
+        raise ArgumentError(str(exc), argument="skip_range") from None
+
+
+def _csv_name(package: str, replaces: str) -> str:
+    """``0.3.0`` (or ``v0.3.0``) as ``<package>.v0.3.0``; a CSV name as it is."""
+    version = replaces.removeprefix("v")
+    try:
+        parse_version(version)
+    except ValueError:
+        return replaces
+    return f"{package}.v{version}"
+
+
+def _auto_edges(heads: dict[str, ResolvedRelease], skip_range: Range | None) -> dict[str, Any]:
+    """``replaces`` the newest head; ``skips`` the other heads the range does not cover."""
+    ordered = sorted({h.version: h for h in heads.values()}.values(), key=lambda r: _key(r.version))
     if not ordered:
         return {}
     edges: dict[str, Any] = {"replaces": ordered[-1].settings.csv_name}

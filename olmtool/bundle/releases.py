@@ -166,30 +166,28 @@ def _single(settings: BundleSettings) -> ResolvedRelease:
         raise SettingError("version", "required key is missing (or list releases)")
     if not settings.channels:
         raise SettingError("channels", "required key is missing")
-    expand = _expander(settings.package, settings.version)
-    deployment = settings.deployment
-    csv = settings.csv
+    expanded = _with_images_expanded(settings, settings.version)
+    release = ResolvedRelease(expanded)
+    expanded._resolved = [release]
+    return release
+
+
+def _with_images_expanded(settings: BundleSettings, version: str) -> BundleSettings:
+    """``settings`` with ``{version}``/``{package}`` filled in wherever an image is named."""
+    expand = _expander(settings.package, version)
+    deployment, csv = settings.deployment, settings.csv
     related = [
         item.model_copy(update={"image": expand(item.image, f"csv.relatedImages[{i}].image")})
         for i, item in enumerate(csv.related_images)
     ]
-    container = csv.container_image
-    expanded = settings.model_copy(
+    container = csv.container_image and expand(csv.container_image, "csv.containerImage")
+    image = expand(deployment.image, "deployment.image")
+    return settings.model_copy(
         update={
-            "deployment": deployment.model_copy(
-                update={"image": expand(deployment.image, "deployment.image")}
-            ),
-            "csv": csv.model_copy(
-                update={
-                    "related_images": related,
-                    "container_image": container and expand(container, "csv.containerImage"),
-                }
-            ),
+            "deployment": deployment.model_copy(update={"image": image}),
+            "csv": csv.model_copy(update={"related_images": related, "container_image": container}),
         }
     )
-    release = ResolvedRelease(expanded)
-    expanded._resolved = [release]
-    return release
 
 
 def _expander(package: str, version: str) -> Callable[[str, str], str]:
@@ -238,6 +236,20 @@ def merged_data(
     them), and which of its keys came from the release: resolved path -> release path."""
     data = settings.model_dump(by_alias=True, exclude_unset=True, exclude={"releases"})
     given = release.model_dump(by_alias=True, exclude_unset=True)
+    overrides = _lay_over(data, release, given)
+    _lay_over_shorthands(data, given, overrides, where)
+    data["version"] = release.version  # type: ignore[attr-defined]
+    channels = data.get("channels") or []
+    if not channels:
+        raise SettingError(where, "no channels: give the release channels, or bundle channels")
+    if "defaultChannel" not in given and data.get("defaultChannel") not in channels:
+        data.pop("defaultChannel", None)  # the shared default is not one of its channels
+    return data, overrides
+
+
+def _lay_over(data: dict[str, Any], release: BaseModel, given: dict[str, Any]) -> dict[str, str]:
+    """The release's bundle keys over ``data``: sections (``csv``, ``deployment``) key by
+    key, other values whole; returns the paths set."""
     overrides: dict[str, str] = {"version": "version"}
     for key, value in given.items():
         if key in ("version", "frozen") or key in SHORTHANDS:
@@ -248,6 +260,12 @@ def merged_data(
         else:
             data[key] = value
             overrides[key] = key
+    return overrides
+
+
+def _lay_over_shorthands(
+    data: dict[str, Any], given: dict[str, Any], overrides: dict[str, str], where: str
+) -> None:
     for short, (section, key) in SHORTHANDS.items():
         if short not in given:
             continue
@@ -255,13 +273,6 @@ def merged_data(
             raise SettingError(f"{where}.{short}", f"give {short} once: here or as {section}.{key}")
         data.setdefault(section, {})[key] = given[short]
         overrides[f"{section}.{key}"] = short
-    data["version"] = release.version  # type: ignore[attr-defined]
-    channels = data.get("channels") or []
-    if not channels:
-        raise SettingError(where, "no channels: give the release channels, or bundle channels")
-    if "defaultChannel" not in given and data.get("defaultChannel") not in channels:
-        data.pop("defaultChannel", None)  # the shared default is not one of its channels
-    return data, overrides
 
 
 def _field_type(model: BaseModel, alias: str) -> Any:

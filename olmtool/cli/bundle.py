@@ -13,8 +13,7 @@ from olmtool.cli import output as out
 from olmtool.errors import display_path
 
 if TYPE_CHECKING:
-    from olmtool.actions import BundleBuildResult
-    from olmtool.actions.bundle_build import ReleaseBuild
+    from olmtool.actions import BundleBuildResult, ReleaseBuild
 
 app = typer.Typer(
     help="Build and validate OLM bundles (registry+v1), and bundle images without Docker.",
