@@ -97,7 +97,8 @@ def release_entry(
     skip_range: str | None,
     replaces: str,
 ) -> dict[str, Any]:
-    """The new ``releases`` entry. ``channels``: its own (default: the shared ones).
+    """The new ``releases`` entry. ``channels``: its own (default: the shared ones, else
+    the newest release's).
     ``replaces``: ``auto`` names the head (newest release) of its channels, and
     ``skips`` the heads of its other channels where they differ and ``skip_range`` does
     not cover them; ``none``; or a CSV name (``foo.v0.3.0``) or a version. The version
@@ -106,9 +107,10 @@ def release_entry(
     releases = settings.resolved_releases()
     if any(r.version == version for r in releases):
         raise ArgumentError(f"{version} is already a release", argument="next_version")
-    chosen = list(dict.fromkeys(channels)) or list(settings.channels)
-    if not chosen:
-        raise ArgumentError("is needed: bundle has no shared channels", argument="channels")
+    own = list(dict.fromkeys(channels)) or (
+        [] if settings.channels else releases[-1].settings.channels
+    )
+    chosen = own or list(settings.channels)
     heads = channel_heads(releases, chosen)
     for channel, head in heads.items():
         if _key(version) <= _key(head.version):
@@ -118,8 +120,8 @@ def release_entry(
             )
     parsed_range = _range(skip_range)
     entry: dict[str, Any] = {"version": version}
-    if channels:
-        entry["channels"] = chosen
+    if own:
+        entry["channels"] = own
     if replaces == AUTO:
         entry.update(_auto_edges(heads, parsed_range))
     elif replaces != NONE:

@@ -104,7 +104,9 @@ def release(
         ..., metavar="NEXT", help="The new release's version, e.g. 0.4.0."
     ),
     channels: list[str] = typer.Option(
-        None, "--channel", help="Its channels (repeatable; default: bundle.channels)."
+        None,
+        "--channel",
+        help="Its channels (repeatable; default: bundle.channels, else the newest release's).",
     ),
     skip_range: str | None = typer.Option(
         None, "--skip-range", help='Its olm.skipRange, e.g. ">=0.1.0 <0.4.0".'

@@ -222,3 +222,33 @@ def test_release_command_output_and_errors(
     assert refused.error == "NEXT 0.6.0 is already a release"
     wrong = cli("bundle", "release", "0.7.0", "--skip-range", "~>1")
     assert wrong.returncode == 1 and (wrong.error or "").startswith("--skip-range '~>1'")
+
+
+# --- the text edit ------------------------------------------------------------------------
+
+HEAD = "bundle:\n  package: p\n  csv: {displayName: P}\n  deployment: {name: p, image: x}\n"
+
+
+@pytest.mark.parametrize(
+    ("releases", "expected"),
+    [
+        (  # indentless list, a comment inside the last entry, no newline at the end
+            "  releases:\n  - version: 1.0.0\n    # the first\n    channels: [a]",
+            "  releases:\n  - version: 1.0.0\n    # the first\n    channels: [a]\n"
+            "  - version: 1.1.0\n    channels: [a]\n    replaces: p.v1.0.0\n",
+        ),
+        (  # comments and blank lines after the list belong to what follows
+            "  releases:\n      - version: 1.0.0\n        channels: [a]\n\n# next\ncatalog: {packages: [{name: p, bundles: [b]}]}\n",
+            "  releases:\n      - version: 1.0.0\n        channels: [a]\n"
+            "      - version: 1.1.0\n        channels: [a]\n        replaces: p.v1.0.0\n"
+            "\n# next\ncatalog: {packages: [{name: p, bundles: [b]}]}\n",
+        ),
+    ],
+)
+def test_the_entry_goes_after_the_last_release(
+    tmp_path: Path, releases: str, expected: str
+) -> None:
+    config = tmp_path / "olmtool.yaml"
+    config.write_text(HEAD + releases)
+    bundle_release("1.1.0", config=config)
+    assert config.read_text() == HEAD + expected

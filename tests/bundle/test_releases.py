@@ -420,3 +420,22 @@ def test_build_command_with_releases(
     )
     both = cli("bundle", "build", "--all", "--version", "0.1.0")
     assert both.returncode == 1 and both.error == "--version cannot be given with --all"
+
+
+def test_operator_image_tag_and_catalog_image_use_the_newest_release(
+    releases_project: Path,
+) -> None:
+    from olmtool.actions.image_build import _default_tag
+
+    config = releases_project / "olmtool.yaml"
+    with config.open("a") as file:
+        file.write('image:\n  name: example.com/gizmo-operator\n  tag: "v{version}"\n')
+        file.write("  packages: [gizmo]\n  entrypoint: [gizmo-operator]\n")
+    project = load_project(config)
+    assert _default_tag(project, project.settings.image) == "v0.4.0"
+    error = _config_error(releases_project, "bundle:{version}", "bundle:{tag}")
+    assert error.message.startswith("catalog.packages[0].image: 'example.com/gizmo-operator")
+    assert "unknown placeholder {tag}" in error.message
+    assert error.line == _line_of(
+        releases_project, 'image: "example.com/gizmo-operator-bundle:{tag}"'
+    )
