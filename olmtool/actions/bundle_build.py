@@ -127,25 +127,40 @@ def bundle_build(
     chosen = select_releases(settings.resolved_releases(), version, all_releases)
     targets = [_image_target(r, image, several=len(chosen) > 1) if image else None for r in chosen]
     crd_dir = project.settings.crd.output if project.settings.crd else None
-    rendered = [build_bundle(r.settings, project.root, crd_dir=crd_dir) for r in chosen]
-    builds = []
-    for release, bundle, target in zip(chosen, rendered, targets, strict=True):
+    rendered = []
+    for release in chosen:
         if progress:
-            progress(f"building {release.version}")
-        verdict = check_rebuild(release, bundle)
-        build = ReleaseBuild(bundle, verdict.difference, release.frozen, verdict.refused)
-        if not check and not build.refused:
-            write_bundle(bundle)  # swaps in a stale bundle, removes a killed run's leftovers
-        if target and not build.refused:
-            build.image = save_image(
-                bundle_image(bundle),
-                target,
-                default_layout=LAYOUTS / f"{release.settings.package}-{release.version}",
-                default_tag=release.version,
-                progress=progress,
-            )
-        builds.append(build)
+            progress(f"rendering {release.version}")
+        rendered.append(build_bundle(release.settings, project.root, crd_dir=crd_dir))
+    builds = [
+        _write(release, bundle, target, check=check, progress=progress)
+        for release, bundle, target in zip(chosen, rendered, targets, strict=True)
+    ]
     return BundleBuildResult(builds, check)
+
+
+def _write(
+    release: ResolvedRelease,
+    bundle: BuiltBundle,
+    target: ImageTarget | None,
+    *,
+    check: bool,
+    progress: Callable[[str], None] | None,
+) -> ReleaseBuild:
+    """Write one rendered release (unless refused or ``check``), and save its image."""
+    verdict = check_rebuild(release, bundle)
+    build = ReleaseBuild(bundle, verdict.difference, release.frozen, verdict.refused)
+    if not check and not build.refused:
+        write_bundle(bundle)  # swaps in a stale bundle, removes a killed run's leftovers
+    if target and not build.refused:
+        build.image = save_image(
+            bundle_image(bundle),
+            target,
+            default_layout=LAYOUTS / f"{release.settings.package}-{release.version}",
+            default_tag=release.version,
+            progress=progress,
+        )
+    return build
 
 
 def select_releases(
@@ -153,7 +168,7 @@ def select_releases(
 ) -> list[ResolvedRelease]:
     """Every release, the one named ``version``, or the newest (releases oldest first)."""
     if all_releases and version:
-        raise ArgumentError("cannot be given with --all", argument="version")
+        raise ArgumentError(f"{version}: pick one release or all, not both", argument="version")
     if all_releases:
         return list(releases)
     if version is None:

@@ -166,7 +166,9 @@ def release(
 
 @app.command()
 def image(
-    directory: Path = typer.Argument(..., help="A bundle directory (any: built here or not)."),
+    directory: Path = typer.Argument(
+        ..., metavar="DIR", help="A bundle directory (any: built here or not)."
+    ),
     reference: str = typer.Option(
         ..., "--image", "-i", help="The image REF; {version} and {package} expand."
     ),

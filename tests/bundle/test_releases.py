@@ -236,7 +236,7 @@ def test_build_one_release_by_version(releases_project: Path) -> None:
     assert _csv(releases_project, "0.2.0")["spec"]["replaces"] == "gizmo-operator.v0.1.0"
     with pytest.raises(ArgumentError, match=r"0\.9\.0: no such release \(releases: 0\.1\.0"):
         bundle_build(config=releases_project / "olmtool.yaml", version="0.9.0")
-    with pytest.raises(ArgumentError, match="cannot be given with --all"):
+    with pytest.raises(ArgumentError, match="pick one release or all, not both"):
         bundle_build(config=releases_project / "olmtool.yaml", version="0.2.0", all_releases=True)
 
 
@@ -419,7 +419,9 @@ def test_build_command_with_releases(
         == f"bundle out/gizmo-operator/0.1.0: refused: frozen, differs ({CSV}): not rewritten\n"
     )
     both = cli("bundle", "build", "--all", "--version", "0.1.0")
-    assert both.returncode == 1 and both.error == "--version cannot be given with --all"
+    assert (
+        both.returncode == 1 and both.error == "--version 0.1.0: pick one release or all, not both"
+    )
 
 
 def test_operator_image_tag_and_catalog_image_use_the_newest_release(
