@@ -112,12 +112,7 @@ def release_entry(
     )
     chosen = own or list(settings.channels)
     heads = channel_heads(releases, chosen)
-    for channel, head in heads.items():
-        if _key(version) <= _key(head.version):
-            raise ArgumentError(
-                f"{version} is not newer than {head.version}, the head of channel {channel}",
-                argument="next_version",
-            )
+    _check_newer(version, heads)
     parsed_range = _range(skip_range)
     entry: dict[str, Any] = {"version": version}
     if own:
@@ -141,6 +136,15 @@ def channel_heads(
         if members:
             heads[channel] = members[-1]
     return heads
+
+
+def _check_newer(version: str, heads: dict[str, ResolvedRelease]) -> None:
+    for channel, head in heads.items():
+        if _key(version) <= _key(head.version):
+            raise ArgumentError(
+                f"{version} is not newer than {head.version}, the head of channel {channel}",
+                argument="next_version",
+            )
 
 
 def _key(version: str) -> tuple[object, ...]:
