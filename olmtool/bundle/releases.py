@@ -283,9 +283,9 @@ def _field_type(model: BaseModel, alias: str) -> Any:
 
 
 def _release_path(path: str, overrides: dict[str, str], where: str) -> str:
-    """Where in the release a problem of its merged bundle at ``path`` comes from: the
-    release key that set it, else the release itself."""
+    """Where a problem of a release's merged bundle at ``path`` comes from: the release
+    key that set it, else the shared key (a ``{tag}`` in the shared image, say)."""
     for resolved in sorted(overrides, key=len, reverse=True):
         if path == resolved or path.startswith((f"{resolved}.", f"{resolved}[")):
             return f"{where}.{overrides[resolved]}{path[len(resolved) :]}"
-    return where
+    return path

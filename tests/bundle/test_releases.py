@@ -175,6 +175,12 @@ def _line_of(project: Path, text: str) -> int:
             'image: "example.com/gizmo:{tag}"',
             "bundle.releases[0].image: 'example.com/gizmo:{tag}': unknown placeholder {tag}",
         ),
+        (  # a shared key's problem is reported at the shared key
+            'image: "example.com/gizmo-operator:{version}"',
+            'image: "example.com/gizmo-operator:{tag}"',
+            'image: "example.com/gizmo-operator:{tag}"',
+            "bundle.deployment.image: 'example.com/gizmo-operator:{tag}': unknown placeholder",
+        ),
         (
             "      replaces: gizmo-operator.v0.1.0\n",
             "      replaces: gizmo-operator.v0.1.0\n      csv: {replaces: x}\n",
