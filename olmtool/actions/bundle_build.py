@@ -40,6 +40,8 @@ class BundleBuildResult:
             "added": self.difference.added,
             "modified": self.difference.modified,
             "removed": self.difference.removed,
+            "replaced": self.bundle.replaced,
+            "kept": self.bundle.kept,
         }
         if self.image:
             data.update(self.image.as_dict())
@@ -58,7 +60,7 @@ def bundle_build(
     image (default layout ``build/oci/<package>-<version>``)."""
     project, settings = project_section(config, "bundle")
     crd_dir = project.settings.crd.output if project.settings.crd else None
-    bundle = build_bundle(settings, project.root, crd_dir=crd_dir)
+    bundle = build_bundle(settings, project.root, crd_dir=crd_dir, config=project.file)
     result = BundleBuildResult(bundle, write_bundle(bundle, check=check), check)
     if image:
         result.image = save_image(

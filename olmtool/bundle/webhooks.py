@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from olmtool import kyaml
 from olmtool.bundle.sectionbase import Section, fail_at
+from olmtool.errors import InputError
 
 if TYPE_CHECKING:
     from olmtool.bundle.settings import BundleSettings, Csv, Deployment
@@ -475,3 +478,26 @@ def convert_crds(settings: BundleSettings, crds: dict[str, dict[str, Any]]) -> N
                     "conversionReviewVersions": list(hook.admission_review_versions),
                 },
             }
+
+
+def apply_webhooks(
+    settings: BundleSettings, crds: list[dict[str, Any]], csv: Any, config: Path
+) -> None:
+    """At build time, once the CRDs are read and the CSV merged: refuse webhooks naming
+    a deployment the CSV lacks or CRDs the bundle does not own, then set the conversion
+    CRDs' ``spec.conversion``. Errors name ``config`` and the line of the key."""
+    if not settings.webhooks:
+        return
+    by_name = {str((crd.get("metadata") or {}).get("name")): crd for crd in crds}
+    install = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
+    deployments = [str(d.get("name")) for d in install.get("deployments") or [] if isinstance(d, dict)]
+    for path, message in conversion_problems(settings, by_name, deployments):
+        raise InputError(f"bundle.{path}: {message}", path=config, line=_line(config, f"bundle.{path}"))
+    convert_crds(settings, by_name)
+
+
+def _line(config: Path, path: str) -> int | None:
+    try:
+        return kyaml.read(config, single=True).line_at(0, path)
+    except (InputError, OSError):
+        return None
