@@ -101,9 +101,9 @@ def _split_post(node: Node, child: Any, value: Any) -> Tokens:
 
     def drop() -> None:
         _clear(slot, index)
-        if isinstance(value, CommentedMap | CommentedSeq) and value.ca.comment:
-            if value.ca.comment[0] is token:
-                value.ca.comment[0] = None
+        comment = value.ca.comment if isinstance(value, CommentedMap | CommentedSeq) else None
+        if comment and comment[0] is token:  # a flow value holds the same token
+            comment[0] = None
 
     if isinstance(value, LiteralScalarString | FoldedScalarString):
         drop()  # after a block scalar there is no end-of-line part: all lines follow it

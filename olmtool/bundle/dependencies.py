@@ -231,7 +231,9 @@ def _plain(value: Any) -> Any:
 # -- files -------------------------------------------------------------------------------
 
 
-def metadata_files(dependencies: list[Dependency], properties: list[BundleProperty]) -> dict[str, str]:
+def metadata_files(
+    dependencies: list[Dependency], properties: list[BundleProperty]
+) -> dict[str, str]:
     """``metadata/dependencies.yaml`` and ``metadata/properties.yaml`` (only those that
     have entries), in the order given."""
     files: dict[str, str] = {}

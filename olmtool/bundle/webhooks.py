@@ -221,7 +221,10 @@ def resource_problems(resources: Sequence[str]) -> Iterator[tuple[int, str]]:
             double = True
         if entry == "*":
             if plain:
-                yield index, "if '*' is present, no other resource without subresource may be listed"
+                yield (
+                    index,
+                    "if '*' is present, no other resource without subresource may be listed",
+                )
             single = True
         resource, slash, sub = entry.partition("/")
         if not slash:
@@ -341,7 +344,9 @@ class Webhook(Section):
 
     def _check_admission(self) -> None:
         if self.conversion_crds:
-            fail_at(("conversionCRDs",), f"only a ConversionWebhook converts CRDs, not a {self.type}")
+            fail_at(
+                ("conversionCRDs",), f"only a ConversionWebhook converts CRDs, not a {self.type}"
+            )
         if self.side_effects is None:
             fail_at(
                 ("sideEffects",),
@@ -403,7 +408,11 @@ def check_webhooks(webhooks: list[Webhook], deployment: Deployment | None, csv: 
         names[hook.generate_name] = index
         if deployment is not None and hook.deployment_name in (None, deployment.name):
             _check_port(index, hook, deployment)
-        if hook.type == CONVERSION and csv is not None and list(csv.install_modes) != ["AllNamespaces"]:
+        if (
+            hook.type == CONVERSION
+            and csv is not None
+            and list(csv.install_modes) != ["AllNamespaces"]
+        ):
             fail_at(
                 (index, "type"),
                 "OLM installs conversion webhooks only for operators whose csv.installModes "
@@ -414,7 +423,9 @@ def check_webhooks(webhooks: list[Webhook], deployment: Deployment | None, csv: 
 def _check_port(index: int, hook: Webhook, deployment: Deployment) -> None:
     port = hook.target_port if hook.target_port is not None else hook.container_port
     key = "targetPort" if hook.target_port is not None else "containerPort"
-    declared = [p.get("name") if isinstance(port, str) else p.get("containerPort") for p in deployment.ports]
+    declared = [
+        p.get("name") if isinstance(port, str) else p.get("containerPort") for p in deployment.ports
+    ]
     if port not in declared:
         listed = ", ".join(str(p) for p in declared if p is not None) or "none"
         fail_at(
@@ -490,9 +501,13 @@ def apply_webhooks(
         return
     by_name = {str((crd.get("metadata") or {}).get("name")): crd for crd in crds}
     install = ((csv.get("spec") or {}).get("install") or {}).get("spec") or {}
-    deployments = [str(d.get("name")) for d in install.get("deployments") or [] if isinstance(d, dict)]
+    deployments = [
+        str(d.get("name")) for d in install.get("deployments") or [] if isinstance(d, dict)
+    ]
     for path, message in conversion_problems(settings, by_name, deployments):
-        raise InputError(f"bundle.{path}: {message}", path=config, line=_line(config, f"bundle.{path}"))
+        raise InputError(
+            f"bundle.{path}: {message}", path=config, line=_line(config, f"bundle.{path}")
+        )
     convert_crds(settings, by_name)
 
 

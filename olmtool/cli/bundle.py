@@ -73,7 +73,9 @@ def _print_written(result: BundleBuildResult) -> None:
     bundle, difference = result.bundle, result.difference
     for name in [*difference.added, *difference.modified]:
         if name in bundle.replaced:
-            out.stdout.print(f"[yellow]replaced[/] {out.escape(name)} (hand-written; now generated)")
+            out.stdout.print(
+                f"[yellow]replaced[/] {out.escape(name)} (hand-written; now generated)"
+            )
         else:
             out.stdout.print(f"[green]wrote[/] {out.escape(name)}")
     for name in difference.removed:

@@ -45,7 +45,11 @@ def test_comment_on_a_list_item_moves_with_it_when_generated_items_come_first() 
         "    # the agent\n"
         "    - {name: agent, image: a:1}\n"
     )
-    generated = {"spec": {"relatedImages": [{"name": "agent", "image": "a:2"}, {"name": "op", "image": "o:1"}]}}
+    generated = {
+        "spec": {
+            "relatedImages": [{"name": "agent", "image": "a:2"}, {"name": "op", "image": "o:1"}]
+        }
+    }
     assert _merged(base, generated) == [
         "spec:",
         "  relatedImages:",
@@ -69,7 +73,12 @@ def test_comment_before_a_key_stays_there_when_keys_are_appended_to_the_map_abov
         "  customField: kept\n"
         "# end of the document\n"
     )
-    generated = {"spec": {"install": {"deployments": [{"name": "op", "spec": {"replicas": 1}}]}, "version": "1.0.0"}}
+    generated = {
+        "spec": {
+            "install": {"deployments": [{"name": "op", "spec": {"replicas": 1}}]},
+            "version": "1.0.0",
+        }
+    }
     lines = _merged(base, generated)
     assert _above(lines, "  # about the custom field") == "customField: kept"
     assert lines[-1] == "# end of the document"

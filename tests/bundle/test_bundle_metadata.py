@@ -193,7 +193,9 @@ def test_webhook_for_a_deployment_the_csv_lacks_is_refused(meta: Path) -> None:
     _edit_config(meta, "      targetPort: webhook\n", "      deploymentName: other\n")
     with pytest.raises(InputError) as exc:
         _build(meta)
-    assert "bundle.webhooks[0].deploymentName: deployment 'other' is not in the CSV" in str(exc.value)
+    assert "bundle.webhooks[0].deploymentName: deployment 'other' is not in the CSV" in str(
+        exc.value
+    )
 
 
 # --- files already in the bundle directory ---------------------------------------------

@@ -121,53 +121,105 @@ CASES = [
         'bundle.properties[0].value: olm.maxOpenShiftVersion needs a string such as "4.16"',
         13,
     ),
-    ("  properties:\n    - {type: example.dev/x}\n", "bundle.properties[0].value: required key is missing", 13),
+    (
+        "  properties:\n    - {type: example.dev/x}\n",
+        "bundle.properties[0].value: required key is missing",
+        13,
+    ),
     # webhooks
     (_hook(generateName="generateName: vwidget.example"), "at least three segments", 14),
     (_hook(generateName="generateName: VWidget.example.com"), "must be a lowercase DNS name", 14),
-    (_hook(failurePolicy="failurePolicy: Maybe"), "failurePolicy: Input should be 'Ignore' or 'Fail'", 18),
-    (_hook(matchPolicy="matchPolicy: Fuzzy"), "matchPolicy: Input should be 'Exact' or 'Equivalent'", 18),
-    (_hook(sideEffects="sideEffects: Some"), "sideEffects: Input should be 'None' or 'NoneOnDryRun'", 16),
+    (
+        _hook(failurePolicy="failurePolicy: Maybe"),
+        "failurePolicy: Input should be 'Ignore' or 'Fail'",
+        18,
+    ),
+    (
+        _hook(matchPolicy="matchPolicy: Fuzzy"),
+        "matchPolicy: Input should be 'Exact' or 'Equivalent'",
+        18,
+    ),
+    (
+        _hook(sideEffects="sideEffects: Some"),
+        "sideEffects: Input should be 'None' or 'NoneOnDryRun'",
+        16,
+    ),
     (_hook(sideEffects=""), "sideEffects: required for admission webhooks", 13),
-    (_hook(timeoutSeconds="timeoutSeconds: 31"), "timeoutSeconds: Input should be less than or equal to 30", 18),
-    (_hook(timeoutSeconds="timeoutSeconds: 0"), "timeoutSeconds: Input should be greater than or equal to 1", 18),
-    (_hook(targetPort="targetPort: metrics"), "targetPort: the webhook's Service sends to port 'metrics'", 15),
+    (
+        _hook(timeoutSeconds="timeoutSeconds: 31"),
+        "timeoutSeconds: Input should be less than or equal to 30",
+        18,
+    ),
+    (
+        _hook(timeoutSeconds="timeoutSeconds: 0"),
+        "timeoutSeconds: Input should be greater than or equal to 1",
+        18,
+    ),
+    (
+        _hook(targetPort="targetPort: metrics"),
+        "targetPort: the webhook's Service sends to port 'metrics'",
+        15,
+    ),
     (_hook(targetPort=""), "containerPort: the webhook's Service sends to port 443", 13),
     (
-        _hook(rules="rules: [{operations: [READ], apiGroups: [a.io], apiVersions: [v1], resources: [x]}]"),
+        _hook(
+            rules="rules: [{operations: [READ], apiGroups: [a.io], apiVersions: [v1], resources: [x]}]"
+        ),
         "rules[0].operations[0]: Input should be '*', 'CREATE', 'UPDATE', 'DELETE' or 'CONNECT'",
         17,
     ),
     (
-        _hook(rules="rules: [{operations: ['*'], apiGroups: ['*'], apiVersions: [v1], resources: [x]}]"),
+        _hook(
+            rules="rules: [{operations: ['*'], apiGroups: ['*'], apiVersions: [v1], resources: [x]}]"
+        ),
         "OLM refuses webhook rules over all API groups",
         17,
     ),
     (
-        _hook(rules="rules: [{operations: [CREATE], apiGroups: [operators.coreos.com], apiVersions: [v1], resources: [x]}]"),
+        _hook(
+            rules="rules: [{operations: [CREATE], apiGroups: [operators.coreos.com], apiVersions: [v1], resources: [x]}]"
+        ),
         "operators.coreos.com",
         17,
     ),
     (
-        _hook(rules="rules: [{operations: [CREATE], apiGroups: [a.io], apiVersions: [v1], resources: ['*/*', pods]}]"),
+        _hook(
+            rules="rules: [{operations: [CREATE], apiGroups: [a.io], apiVersions: [v1], resources: ['*/*', pods]}]"
+        ),
         "rules[0].resources[1]: if '*/*' is present, no other resource may be listed",
         17,
     ),
     (
-        _hook(rules="rules: [{operations: [CREATE, '*'], apiGroups: [a.io], apiVersions: [v1], resources: [x]}]"),
+        _hook(
+            rules="rules: [{operations: [CREATE, '*'], apiGroups: [a.io], apiVersions: [v1], resources: [x]}]"
+        ),
         "rules[0].operations: if '*' is present, it must be the only entry",
         17,
     ),
     (
-        _hook(rules="rules: [{operations: [CREATE], apiGroups: [a.io], apiVersions: [v1], resources: [x], scope: All}]"),
+        _hook(
+            rules="rules: [{operations: [CREATE], apiGroups: [a.io], apiVersions: [v1], resources: [x], scope: All}]"
+        ),
         "scope: Input should be 'Cluster', 'Namespaced' or '*'",
         17,
     ),
     (_hook(rules="rules: []"), "rules: an admission webhook without rules is never called", 17),
-    (_hook(reinvocationPolicy="reinvocationPolicy: IfNeeded"), "only a MutatingAdmissionWebhook is reinvoked", 18),
-    (_hook(conversionCRDs="conversionCRDs: [widgets.example.com]"), "only a ConversionWebhook converts CRDs", 18),
+    (
+        _hook(reinvocationPolicy="reinvocationPolicy: IfNeeded"),
+        "only a MutatingAdmissionWebhook is reinvoked",
+        18,
+    ),
+    (
+        _hook(conversionCRDs="conversionCRDs: [widgets.example.com]"),
+        "only a ConversionWebhook converts CRDs",
+        18,
+    ),
     (_hook(webhookPath="webhookPath: validate"), "webhookPath: must start with '/'", 18),
-    (_hook(admissionReviewVersions="admissionReviewVersions: [v2]"), "must include at least one of v1, v1beta1", 18),
+    (
+        _hook(admissionReviewVersions="admissionReviewVersions: [v2]"),
+        "must include at least one of v1, v1beta1",
+        18,
+    ),
     (
         _hook(objectSelector="objectSelector: {matchExpressions: [{key: tier, operator: In}]}"),
         "objectSelector.matchExpressions[0].values: must be non-empty when operator is In",
@@ -184,8 +236,9 @@ CASES = [
         19,
     ),
     (
-        _hook(type="type: ConversionWebhook", rules="", targetPort="targetPort: webhook")
-        .replace("      sideEffects: None\n", "")
+        _hook(type="type: ConversionWebhook", rules="", targetPort="targetPort: webhook").replace(
+            "      sideEffects: None\n", ""
+        )
         + "      conversionCRDs: [widgets.features.olmtool.dev]\n",
         "bundle.webhooks[0].type: OLM installs conversion webhooks only for operators whose csv.installModes",
         13,
