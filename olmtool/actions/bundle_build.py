@@ -63,6 +63,8 @@ class ReleaseBuild:
             "added": self.difference.added,
             "modified": self.difference.modified,
             "removed": self.difference.removed,
+            "replaced": self.bundle.replaced,
+            "kept": self.bundle.kept,
         }
         if self.image:
             data.update(self.image.as_dict())
@@ -131,7 +133,9 @@ def bundle_build(
     for release in chosen:
         if progress:
             progress(f"rendering {release.version}")
-        rendered.append(build_bundle(release.settings, project.root, crd_dir=crd_dir))
+        rendered.append(
+            build_bundle(release.settings, project.root, crd_dir=crd_dir, config=project.file)
+        )
     builds = [
         _write(release, bundle, target, check=check, progress=progress)
         for release, bundle, target in zip(chosen, rendered, targets, strict=True)

@@ -13,11 +13,21 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import semver
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
+from olmtool.bundle.dependencies import BundleProperty, Dependency, check_unique
 from olmtool.bundle.format import INSTALL_MODE_TYPES, Capability, InstallModeType
 from olmtool.bundle.releases import ResolvedRelease, release_model, resolve_releases
+from olmtool.bundle.webhooks import Webhook, check_webhooks
 from olmtool.errors import SettingError
 
 Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
@@ -135,9 +145,26 @@ class BundleSettings(_Section):
     deployment: Deployment
     permissions: list[KubeObject] = []
     cluster_permissions: list[KubeObject] = []
+    # metadata/dependencies.yaml, metadata/properties.yaml and spec.webhookdefinitions
+    # (olmtool.bundle.dependencies, olmtool.bundle.webhooks)
+    dependencies: list[Dependency] = []
+    properties: list[BundleProperty] = []
+    webhooks: list[Webhook] = []
     # Keep ``releases`` last: a release may change every key above (see releases.py).
     releases: list[Release] = []
     _resolved: list[ResolvedRelease] = PrivateAttr(default_factory=list)
+
+    @field_validator("dependencies", "properties")
+    @classmethod
+    def _unique_entries(cls, value: list[Any], info: ValidationInfo) -> list[Any]:
+        check_unique(value, "dependency" if info.field_name == "dependencies" else "property")
+        return value
+
+    @field_validator("webhooks")
+    @classmethod
+    def _webhooks_fit(cls, value: list[Webhook], info: ValidationInfo) -> list[Webhook]:
+        check_webhooks(value, info.data.get("deployment"), info.data.get("csv"))
+        return value
 
     @field_validator("version")
     @classmethod

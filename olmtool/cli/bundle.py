@@ -14,6 +14,8 @@ from olmtool.errors import display_path
 
 if TYPE_CHECKING:
     from olmtool.actions import BundleBuildResult, ReleaseBuild
+    from olmtool.bundle import BuiltBundle
+    from olmtool.fsutil import TreeDiff
 
 app = typer.Typer(
     help="Build and validate OLM bundles (registry+v1), and bundle images without Docker.",
@@ -90,8 +92,7 @@ def _print_release(release: ReleaseBuild, check: bool) -> None:
     elif not difference.stale:
         out.stdout.print(f"bundle {where}: unchanged{frozen}, {len(bundle.files)} files")
     else:
-        for name in difference.changed:
-            out.stdout.print(f"[green]wrote[/] {out.escape(name)}")
+        _print_written(bundle, difference)
         out.stdout.print(
             f"bundle {where}: {len(bundle.files)} files, {len(difference.changed)} changed{frozen}"
         )
@@ -200,6 +201,22 @@ def image(
         out.print_saved_image(result.image)
 
     out.emit(result.as_dict(), output, text)
+
+
+def _print_written(bundle: BuiltBundle, difference: TreeDiff) -> None:
+    """One line per file the build changed: wrote, replaced (a hand-written file now
+    generated), removed (olmtool's file no longer written); and the hand-added ones kept."""
+    for name in [*difference.added, *difference.modified]:
+        if name in bundle.replaced:
+            out.stdout.print(
+                f"[yellow]replaced[/] {out.escape(name)} (hand-written; now generated)"
+            )
+        else:
+            out.stdout.print(f"[green]wrote[/] {out.escape(name)}")
+    for name in difference.removed:
+        out.stdout.print(f"[red]removed[/] {out.escape(name)}")
+    for name in bundle.kept:
+        out.stdout.print(f"kept {out.escape(name)} (hand-added, not written by olmtool)")
 
 
 @app.command()
