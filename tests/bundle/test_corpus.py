@@ -362,6 +362,20 @@ VALIDATING_WEBHOOK = """\
       webhookPath: /validate-etcd-olmtool-dev-v1beta1-etcdcluster
 """
 
+# A valid admission webhook served by the operator's own deployment (its port 8080).
+OPERATOR_WEBHOOK = """\
+  webhookdefinitions:
+    - type: ValidatingAdmissionWebhook
+      admissionReviewVersions:
+        - v1
+      containerPort: 443
+      targetPort: 8080
+      deploymentName: etcd-operator
+      generateName: vetcdcluster.etcd.olmtool.dev
+      sideEffects: None
+      webhookPath: /validate-etcd-olmtool-dev-v1beta1-etcdcluster
+"""
+
 EXAMPLE = """[
   {
     "apiVersion": "etcd.olmtool.dev/v1beta1",
@@ -983,6 +997,35 @@ CASES: list[Case] = [
         at=("  labels:", 1),
     ),
     Case(
+        # OLM's CRD requires it (the apiserver refuses the CSV)
+        "csv/schema",
+        append_to_spec(OPERATOR_WEBHOOK.replace("      sideEffects: None\n", "")),
+        "csv/schema",
+        "error",
+        at="    - type: ValidatingAdmissionWebhook",
+    ),
+    Case(
+        "csv/schema/unknown-field",
+        append_to_spec("  webhookDefinitions: []\n"),
+        "csv/schema",
+        "warning",
+        at="  webhookDefinitions: []",
+    ),
+    Case(
+        "csv/webhook",
+        append_to_spec(OPERATOR_WEBHOOK.replace("sideEffects: None", "sideEffects: Some")),
+        "csv/webhook",
+        "error",
+        at="      sideEffects: Some",
+    ),
+    Case(
+        "csv/webhook/target-port-not-declared",
+        append_to_spec(OPERATOR_WEBHOOK.replace("targetPort: 8080", "targetPort: 9443")),
+        "csv/webhook",
+        "warning",
+        at="      targetPort: 9443",
+    ),
+    Case(
         "csv/required/display-name",
         replace(CSV, "  displayName: etcd operator (olmtool)\n", ""),
         "csv/required",
@@ -1262,6 +1305,33 @@ CASES: list[Case] = [
     ),
     # -- objects -------------------------------------------------------------------------
     Case(
+        "objects/schema",
+        replace(SERVICE, "      port: 8080\n", "      port: '8080'\n"),
+        "objects/schema",
+        "error",
+        file=SERVICE,
+        at="      port: '8080'",
+    ),
+    Case(
+        "objects/schema/deployment-enum",
+        replace(
+            CSV,
+            "                    ports:\n",
+            "                    imagePullPolicy: Sometimes\n                    ports:\n",
+        ),
+        "objects/schema",
+        "error",
+        at="                    imagePullPolicy: Sometimes",
+    ),
+    Case(
+        "objects/schema/unknown-field",
+        replace(SERVICE, "  selector:\n", "  selectr:\n"),
+        "objects/schema",
+        "warning",
+        file=SERVICE,
+        at="  selectr:",
+    ),
+    Case(
         "objects/pdb/max-unavailable-0",
         write("manifests/etcd-operator_policy_v1_pdb.yaml", pdb("policy/v1", "maxUnavailable: 0")),
         "objects/pdb",
@@ -1515,6 +1585,7 @@ CASES: list[Case] = [
         replace_re(CSV, ICON, "    - mediatype: image/svg+xml\n"),
         "operatorhub/icon",
         "error",
+        also=("csv/schema",),  # OLM's CRD requires base64data: the apiserver refuses the CSV
         at="    - mediatype: image/svg+xml",
     ),
     Case(
