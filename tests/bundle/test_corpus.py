@@ -837,7 +837,7 @@ CASES: list[Case] = [
         replace(CSV, '            "name": "example"\n', '            "name": "example",\n'),
         "csv/examples-json",
         "error",
-        at="    alm-examples: |",
+        at=("          },", 0),  # the JSON's line 7, where the error is
     ),
     Case(
         "csv/examples-json/not-an-array",
@@ -851,14 +851,14 @@ CASES: list[Case] = [
         examples(EXAMPLE % (3, ',\n  "EtcdBackup"')),
         "csv/examples-json",
         "error",
-        at="    alm-examples: |",
+        at='        "EtcdBackup"',
     ),
     Case(
         "csv/example-not-owned",
         examples(EXAMPLE % (3, BACKUP_EXAMPLE)),
         "csv/example-not-owned",
         "error",
-        at="    alm-examples: |",
+        at=("        {", 1),  # where the example starts
     ),
     Case(
         "csv/owned-without-example",
@@ -1240,7 +1240,7 @@ CASES: list[Case] = [
         replace(CSV, '            "replicas": 3,\n', '            "replicas": 4,\n'),
         "bundle/example-invalid",
         "warning",
-        at="    alm-examples: |",
+        at='            "replicas": 4,',
     ),
     Case(
         "bundle/service-account",
