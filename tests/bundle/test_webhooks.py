@@ -52,8 +52,8 @@ def _findings(root: Path, *edits: tuple[str, str]) -> list[tuple[str, str, str |
     [
         # the Service <deploymentName>-service must be a DNS-1035 label
         (
-            "      deploymentName: etcd-operator\n",
-            "      deploymentName: 1etcd\n",
+            "\n      deploymentName: etcd-operator\n",
+            "\n      deploymentName: 1etcd\n",
             "error",
             ".deploymentName",
         ),
