@@ -22,15 +22,19 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
+from olmtool import kyaml
 from olmtool.bundle import kubeschemas
 from olmtool.bundle.csvtypes import decode_csv
-from olmtool.crd.validation import SchemaViolation, validate_against
+from olmtool.crd import SchemaViolation, validate_against
 from olmtool.findings import Severity
 from olmtool.godecode import go_list
 
 DEPLOYMENTS = "spec.install.spec.deployments"
+# olmtool's rendering of OLM's CRD, packaged with olmtool.olm (only this file is read).
+CSV_CRD_FILE = "operators.coreos.com_clusterserviceversions.yaml"
 # Missing fields other checks report (a CSV without them is refused either way).
 _OWNED_ELSEWHERE = re.compile(
     r"^(metadata|spec|spec\.displayName|spec\.install|spec\.install\.strategy"  # csv/name, csv/required
@@ -53,9 +57,7 @@ class SchemaProblem:
 def csv_schema() -> dict[str, Any]:
     """The v1alpha1 schema of OLM's ClusterServiceVersion CRD (one object per process, so
     its compiled validator is cached)."""
-    from olmtool.olm import olm_crds  # the packaged files only: no pydantic schemas
-
-    (crd,) = [c for c in olm_crds() if c["metadata"]["name"].startswith("clusterservice")]
+    crd = kyaml.load((resources.files("olmtool.olm") / "crds" / CSV_CRD_FILE).read_text("utf-8"))
     (version,) = crd["spec"]["versions"]
     return version["schema"]["openAPIV3Schema"]
 
@@ -149,25 +151,7 @@ def describe(violation: SchemaViolation) -> str:
 
 def decoded_elsewhere(csv: dict[str, Any]) -> frozenset[str]:
     """Paths where the CSV does not decode into its Go types (``csv/field-type``'s)."""
-    return _decoded(_Key(csv))
-
-
-@dataclass(frozen=True, eq=False)
-class _Key:
-    """A document compared by identity: decode once per document for every check."""
-
-    document: Any
-
-    def __hash__(self) -> int:
-        return id(self.document)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Key) and other.document is self.document
-
-
-@functools.lru_cache(maxsize=4)
-def _decoded(key: _Key) -> frozenset[str]:
-    return frozenset(problem.path for problem in decode_csv(key.document))
+    return frozenset(problem.path for problem in decode_csv(csv))
 
 
 def _covered(path: str, owners: Iterable[str]) -> bool:

@@ -128,9 +128,15 @@ def _convert(node: dict[str, Any]) -> dict[str, Any]:
 
 def prune(value: Any, schema: dict[str, Any], path: str = "") -> tuple[Any, list[str]]:
     """Drop what the apiserver would drop; returns the pruned copy and the dropped paths."""
+    pruned, dropped = _pruned(value, schema, path)
+    return copy.deepcopy(pruned), dropped
+
+
+def _pruned(value: Any, schema: dict[str, Any], path: str) -> tuple[Any, list[str]]:
+    """Like :func:`prune`, without copying what is kept whole: the result shares subtrees
+    with ``value`` (new mappings and lists only where something may be dropped)."""
     dropped: list[str] = []
-    pruned = _prune(copy.deepcopy(value), schema, path, dropped, root=True)
-    return pruned, dropped
+    return _prune(value, schema, path, dropped, root=True), dropped
 
 
 def _prune(
@@ -143,23 +149,25 @@ def _prune(
         implicit = (
             ("apiVersion", "kind", "metadata") if root or schema.get(EMBEDDED_RESOURCE) else ()
         )
-        for key in list(value):
-            child_path = join_path(path, [key])
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
             if key in implicit:
-                continue  # apiVersion, kind and metadata are validated as ObjectMeta, not pruned
+                kept[key] = item  # apiVersion, kind and metadata: validated as ObjectMeta
+                continue
             child_schema = properties.get(key)
             if child_schema is None and isinstance(extra, dict):
                 child_schema = extra
             if child_schema is None:
-                if not keeps_unknown and extra is not True:
-                    dropped.append(child_path)
-                    del value[key]
+                if keeps_unknown or extra is True:
+                    kept[key] = item
+                else:
+                    dropped.append(join_path(path, [key]))
                 continue
-            if value[key] is None and not child_schema.get("nullable"):
-                del value[key]
+            if item is None and not child_schema.get("nullable"):
                 continue
-            value[key] = _prune(value[key], child_schema, child_path, dropped)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+            kept[key] = _prune(item, child_schema, join_path(path, [key]), dropped)
+        return kept
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [
             _prune(item, schema["items"], f"{path}[{i}]", dropped) for i, item in enumerate(value)
         ]
@@ -169,7 +177,7 @@ def _prune(
 def validate_against(value: Any, schema: dict[str, Any], path: str = "") -> ObjectReport:
     """Prune, then validate ``value`` against an OpenAPI v3.0 schema node. Every violation
     is reported (jsonschema's ``iter_errors``), not just the first."""
-    pruned, dropped = prune(value, schema, path)
+    pruned, dropped = _pruned(value, schema, path)
     violations = [
         SchemaViolation(where, where, "x-kubernetes-list-type", message)
         for where, message in duplicate_list_entries(pruned, schema, path)
