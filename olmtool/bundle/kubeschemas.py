@@ -10,7 +10,9 @@ the apiserver reads differently from the document is written in:
 - ``IntOrString`` is an int or a string, ``Quantity`` a number or a quantity string;
 - object metadata is ``content/metadata``'s and status is ignored on create: both are
   kept whole at a kind's root (nested ObjectMeta, as in a pod template, is typed);
-- required fields the apiserver does not enforce are left out (``UNENFORCED``);
+- required fields the apiserver does not enforce are marked (``UNENFORCED``): they count
+  only for a CSV's Deployment specs, which OLM's CRD checks first (it requires them, and
+  takes a Quantity as an int or a string, not a float);
 - 1.20's document has no enums: the values its validation accepts for the fields below
   (``ENUMS``, from pkg/apis/*/validation) are added, each with ``""`` (unset: defaulted).
 
@@ -68,11 +70,17 @@ _QUANTITY = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
     r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
+# Marks only olmtool reads (the loader removes them): the CSV's Deployment specs go
+# through OLM's CRD first, which types them from the same Go types by controller-gen:
+# every required field, and a Quantity is an int or a quantity string (no float).
+IN_CRD = "x-olmtool-in-crd"  # this node as OLM's CRD has it
+UNENFORCED_MARK = "x-olmtool-unenforced"  # required fields only OLM's CRD enforces
 # Definitions the apiserver reads differently from their OpenAPI text.
 SPECIAL: dict[str, JSON] = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"x-kubernetes-int-or-string": True},
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {
-        "anyOf": [{"type": "number"}, {"type": "string", "pattern": _QUANTITY}]
+        "anyOf": [{"type": "number"}, {"type": "string", "pattern": _QUANTITY}],
+        IN_CRD: {"x-kubernetes-int-or-string": True, "pattern": _QUANTITY},
     },
     "io.k8s.apimachinery.pkg.apis.meta.v1.Time": {"type": "string"},
     "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": {"type": "string"},
@@ -190,23 +198,35 @@ def schema_for(api_version: str, kind: str) -> JSON | None:
 
 
 def deployment_spec_schema() -> JSON:
-    return resolved(DEPLOYMENT_SPEC)
+    """A CSV's Deployment spec, as OLM's CRD checks it before the Deployment API does."""
+    return resolved(DEPLOYMENT_SPEC, in_crd=True)
 
 
 @functools.cache
-def resolved(name: str) -> JSON:
+def resolved(name: str, *, in_crd: bool = False) -> JSON:
     """Definition ``name`` with every ``$ref`` replaced by the (shared) definition it names;
     one object per definition and process, so validators compiled for it are cached."""
-    return _resolve(_packaged()["definitions"][name])
+    return _resolve(_packaged()["definitions"][name], in_crd)
 
 
-def _resolve(node: Any) -> Any:
+def _resolve(node: Any, in_crd: bool) -> Any:
     if isinstance(node, dict):
         if "$ref" in node:
-            return resolved(node["$ref"])
-        return {key: _resolve(value) for key, value in node.items()}
+            return resolved(node["$ref"], in_crd=in_crd)
+        if in_crd and IN_CRD in node:
+            return _resolve(node[IN_CRD], in_crd)
+        out = {
+            key: _resolve(value, in_crd)
+            for key, value in node.items()
+            if key not in (IN_CRD, UNENFORCED_MARK)
+        }
+        if not in_crd and UNENFORCED_MARK in node:
+            out["required"] = [r for r in out["required"] if r not in node[UNENFORCED_MARK]]
+            if not out["required"]:
+                del out["required"]
+        return out
     if isinstance(node, list):
-        return [_resolve(item) for item in node]
+        return [_resolve(item, in_crd) for item in node]
     return node
 
 
@@ -272,9 +292,12 @@ def _definition(name: str, node: JSON) -> JSON:
         properties["metadata"] = dict(_WHOLE)  # content/metadata's
         if "status" in properties:
             properties["status"] = dict(_WHOLE)  # ignored on create
-    required = sorted(set(node.get("required") or ()) - UNENFORCED.get(name, frozenset()))
+    required = sorted(set(node.get("required") or ()))
     if required:
         out["required"] = required
+    unenforced = sorted(UNENFORCED.get(name, frozenset()) & set(required))
+    if unenforced:
+        out[UNENFORCED_MARK] = unenforced
     for (owner, field), values in ENUMS.items():
         if owner == name:
             target = properties[field]

@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from olmtool.bundle import kubeschemas
 from olmtool.bundle.objectschemas import csv_schema, object_problems
@@ -238,3 +239,47 @@ def test_every_violation_with_its_path() -> None:
         ("type", "spec.replicas"),
         ("type", "spec.template.spec.containers[1].name"),
     ]
+
+
+# -- differential: the CSV's Deployment spec as real OLM v0.18.3's CRD types it --------------
+
+PEERS = Path(os.environ.get("OLMTOOL_PEERS", REPO.parent / "shared" / "peers"))
+REAL_CSV_CRD = PEERS / "olm-crds" / "0000_50_olm_00-clusterserviceversions.crd.yaml"
+
+
+def _constraints(node: dict) -> tuple:
+    kind = node.get("type")
+    if node.get("x-kubernetes-int-or-string"):
+        kind = "int-or-string"
+    return kind, sorted(node.get("required") or []), node.get("pattern")
+
+
+def _differences(ours: dict, real: dict, path: str = "") -> list[str]:
+    """Paths where both type a node and disagree (type, required, pattern)."""
+    if real.get("x-kubernetes-preserve-unknown-fields") and "properties" not in real:
+        return []  # real keeps it whole (ObjectMeta): ours is stricter by Go's types only
+    found = [path] if _constraints(ours) != _constraints(real) else []
+    ours_props, real_props = ours.get("properties") or {}, real.get("properties") or {}
+    for name in sorted(set(ours_props) & set(real_props)):
+        found += _differences(ours_props[name], real_props[name], f"{path}.{name}")
+    assert set(real_props) <= set(ours_props), (path, set(real_props) - set(ours_props))
+    for key, step in (("items", "[]"), ("additionalProperties", "{}")):
+        if isinstance(ours.get(key), dict) and isinstance(real.get(key), dict):
+            found += _differences(ours[key], real[key], f"{path}{step}")
+    return found
+
+
+@pytest.mark.skipif(not REAL_CSV_CRD.is_file(), reason=f"no real OLM CRDs in {PEERS}")
+def test_deployment_spec_matches_real_olms_crd() -> None:
+    crd = yaml.load(REAL_CSV_CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for step in ("spec", "install", "spec", "deployments"):
+        schema = schema["properties"][step]
+    real = schema["items"]["properties"]["spec"]
+    assert _differences(kubeschemas.deployment_spec_schema(), real) == []
+
+
+def test_unenforced_required_fields_count_only_in_the_csv() -> None:
+    header = "io.k8s.api.core.v1.HTTPHeader"
+    assert kubeschemas.resolved(header)["required"] == ["name"]
+    assert kubeschemas.resolved(header, in_crd=True)["required"] == ["name", "value"]

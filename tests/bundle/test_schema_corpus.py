@@ -8,15 +8,20 @@ field path and the line of the offending field (for a missing field: of its pare
 
 from __future__ import annotations
 
+import functools
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from olmtool import kyaml
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import Report, select_suites, validate_bundle
+from olmtool.crd import validate_against
 from tests.bundle.test_accepted import CASES as ACCEPTED
 from tests.bundle.test_corpus import CSV, SERVICE, SOURCE
 
@@ -403,3 +408,41 @@ def test_accepted_cases_get_no_schema_finding(case: Any, tmp_path: Path) -> None
     case.mutate(root)
     report = validate_bundle(load_bundle(root), suites=select_suites(["all"]))
     assert [f for f in report.findings if f.check in NEW_CHECKS] == []
+
+
+# -- differential: real OLM v0.18.3's CRD agrees with csv/schema ---------------------------
+
+PEERS = Path(os.environ.get("OLMTOOL_PEERS", REPO.parent / "shared" / "peers"))
+REAL_CSV_CRD = PEERS / "olm-crds" / "0000_50_olm_00-clusterserviceversions.crd.yaml"
+needs_peers = pytest.mark.skipif(
+    not REAL_CSV_CRD.is_file(),
+    reason=f"real OLM v0.18.3 CRDs not found in {REAL_CSV_CRD.parent} (set OLMTOOL_PEERS)",
+)
+
+
+@functools.cache
+def _real_schema() -> dict:
+    crd = yaml.load(REAL_CSV_CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def _real_violations(root: Path) -> set[str]:
+    csv = kyaml.load((root / CSV).read_text())
+    csv.pop("status", None)
+    return {v.path for v in validate_against(csv, _real_schema()).violations}
+
+
+@needs_peers
+def test_the_base_is_valid_for_real_olm(tmp_path: Path) -> None:
+    assert _real_violations(_base(tmp_path / "b")) == set()
+
+
+@needs_peers
+@pytest.mark.parametrize(
+    "variant", [v for v in VARIANTS if v.check == "csv/schema"], ids=lambda v: v.id
+)
+def test_real_olm_refuses_each_csv_schema_variant(variant: Variant, tmp_path: Path) -> None:
+    root = _base(tmp_path / "b")
+    path = root / variant.file
+    path.write_text(path.read_text().replace(variant.old, variant.new))
+    assert variant.path in _real_violations(root)
