@@ -66,7 +66,7 @@ DEPLOYMENT_SPEC = "io.k8s.api.apps.v1.DeploymentSpec"
 
 _PRESERVE = "x-kubernetes-preserve-unknown-fields"
 _WHOLE = {"type": "object", _PRESERVE: True}
-_QUANTITY = (
+QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
     r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
@@ -79,8 +79,8 @@ UNENFORCED_MARK = "x-olmtool-unenforced"  # required fields only OLM's CRD enfor
 SPECIAL: dict[str, JSON] = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {"x-kubernetes-int-or-string": True},
     "io.k8s.apimachinery.pkg.api.resource.Quantity": {
-        "anyOf": [{"type": "number"}, {"type": "string", "pattern": _QUANTITY}],
-        IN_CRD: {"x-kubernetes-int-or-string": True, "pattern": _QUANTITY},
+        "anyOf": [{"type": "number"}, {"type": "string", "pattern": QUANTITY_PATTERN}],
+        IN_CRD: {"x-kubernetes-int-or-string": True, "pattern": QUANTITY_PATTERN},
     },
     "io.k8s.apimachinery.pkg.apis.meta.v1.Time": {"type": "string"},
     "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": {"type": "string"},

@@ -145,6 +145,8 @@ def describe(violation: SchemaViolation) -> str:
             return f"{value!r} is not a quantity (a number, or a string like 500m or 1Gi)"
         if "integer" in types and "string" in types:
             return f"{value!r} must be an integer or a string"
+    if keyword == "pattern" and expected == kubeschemas.QUANTITY_PATTERN:
+        return f"{value!r} is not a quantity (a string like 500m or 1Gi, or an integer)"
     if keyword == "format" and expected == "byte":
         return "not base64 (Go decodes the value into bytes)"
     return violation.message

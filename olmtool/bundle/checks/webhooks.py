@@ -50,37 +50,50 @@ DEFAULT_CONTAINER_PORT = 443
 
 @register_csv("csv")
 def webhook_definitions(csv: Object, bundle: Bundle, context: Context) -> Iterator[Finding]:
-    hooks = [(i, h) for i, h in enumerate(go_list(csv.get("spec.webhookdefinitions")))]
-    seen: dict[str, int] = {}
+    hooks = [
+        (index, hook)
+        for index, hook in enumerate(go_list(csv.get("spec.webhookdefinitions")))
+        if isinstance(hook, dict)  # others are csv/field-type's
+    ]
+    for index, hook in hooks:
+        for where, severity, message in _problems(hook, csv, bundle):
+            yield csv.finding(CHECK, severity, message, f"{_at(index)}{where}")
+    yield from _repeated(csv, hooks)
+
+
+def _at(index: int) -> str:
+    return f"spec.webhookdefinitions[{index}]"
+
+
+def _repeated(csv: Object, hooks: list[tuple[int, dict[str, Any]]]) -> Iterator[Finding]:
+    """generateNames OLM finds twice (it fails the CSV), CRDs two conversion webhooks
+    convert (OLM keeps one)."""
+    named: dict[str, int] = {}
     converted: dict[str, int] = {}
     for index, hook in hooks:
-        if not isinstance(hook, dict):
-            continue  # csv/field-type's
-        path = f"spec.webhookdefinitions[{index}]"
-        for problem_path, severity, message in _problems(hook, csv, bundle):
-            yield csv.finding(CHECK, severity, message, f"{path}{problem_path}")
         name = hook.get("generateName")
-        if isinstance(name, str) and name:
-            if name in seen:
+        if isinstance(name, str) and name in named:
+            yield csv.finding(
+                CHECK,
+                "error",
+                f"generateName {name!r} is repeated (first at webhookdefinitions"
+                f"[{named[name]}]): OLM fails the CSV (InvalidWebhookDescription)",
+                f"{_at(index)}.generateName",
+            )
+        elif isinstance(name, str) and name:
+            named[name] = index
+        if hook.get("type") != CONVERSION:
+            continue
+        for crd in _strings(hook.get("conversionCRDs")):
+            if crd in converted:
                 yield csv.finding(
                     CHECK,
-                    "error",
-                    f"generateName {name!r} is repeated (first at webhookdefinitions"
-                    f"[{seen[name]}]): OLM fails the CSV (InvalidWebhookDescription)",
-                    f"{path}.generateName",
+                    "warning",
+                    f"CRD {crd} is also converted by webhookdefinitions[{converted[crd]}]: "
+                    "OLM keeps only one conversion webhook per CRD",
+                    f"{_at(index)}.conversionCRDs",
                 )
-            seen.setdefault(name, index)
-        if hook.get("type") == CONVERSION:
-            for crd in _strings(hook.get("conversionCRDs")):
-                if crd in converted:
-                    yield csv.finding(
-                        CHECK,
-                        "warning",
-                        f"CRD {crd} is also converted by webhookdefinitions[{converted[crd]}]: "
-                        "OLM keeps only one conversion webhook per CRD",
-                        f"{path}.conversionCRDs",
-                    )
-                converted.setdefault(crd, index)
+            converted.setdefault(crd, index)
 
 
 Problem = tuple[str, str, str]  # (path under the webhook, severity, message)
