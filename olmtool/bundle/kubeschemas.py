@@ -37,6 +37,7 @@ from typing import Any
 JSON = dict[str, Any]
 
 KUBERNETES = "1.20.2"
+KUBERNETES_MINOR = "1.20"
 DEBIAN_SOURCE = "kubernetes 1.20.5+really1.20.2-1.1+deb12u1 (Debian bookworm source package)"
 SWAGGER = "api/openapi-spec/swagger.json"
 SCHEMA_FILE = "kubernetes-1.20.json"

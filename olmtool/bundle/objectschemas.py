@@ -97,7 +97,7 @@ def deployment_problems(csv: dict[str, Any]) -> list[SchemaProblem]:
         if not isinstance(spec, dict):
             continue  # csv/deployment or csv/field-type say what it is
         base = f"{DEPLOYMENTS}[{index}].spec"
-        what = f"Kubernetes {kubeschemas.KUBERNETES[:4]}'s DeploymentSpec"
+        what = f"Kubernetes {kubeschemas.KUBERNETES_MINOR}'s DeploymentSpec"
         problems += [
             p
             for p in _problems(validate_against(spec, schema, base), what)
@@ -115,7 +115,7 @@ def object_problems(document: dict[str, Any]) -> list[SchemaProblem]:
     schema = kubeschemas.schema_for(api_version, kind)
     if schema is None:
         return []
-    what = f"Kubernetes {kubeschemas.KUBERNETES[:4]}'s {api_version} {kind}"
+    what = f"Kubernetes {kubeschemas.KUBERNETES_MINOR}'s {api_version} {kind}"
     return list(_problems(validate_against(document, schema), what))
 
 
