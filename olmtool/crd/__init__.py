@@ -70,7 +70,9 @@ lazy_package(
         ),
         "olmtool.crd.validation": (
             "ObjectReport",
+            "SchemaViolation",
             "openapi_to_jsonschema",
+            "validate_against",
             "validate_object",
         ),
     },
@@ -97,6 +99,7 @@ __all__ = [
     "Rule",
     "Scale",
     "Schema",
+    "SchemaViolation",
     "Version",
     "Violation",
     "check_crd",
@@ -110,6 +113,7 @@ __all__ = [
     "openapi_to_jsonschema",
     "render_crd",
     "sync_files",
+    "validate_against",
     "validate_object",
     "version_sort_key",
 ]

@@ -56,7 +56,7 @@ def register_csv(suite: str) -> Callable[[CsvCheck], CsvCheck]:
 
 
 # Registration happens on import.
-from olmtool.bundle.checks import csv, hub, layout, relations  # noqa: E402
+from olmtool.bundle.checks import csv, hub, layout, relations, schemas, webhooks  # noqa: E402
 
 __all__ = [
     "DEFAULT_SUITES",
@@ -68,4 +68,4 @@ __all__ = [
     "register",
     "register_csv",
 ]
-_ = (csv, hub, layout, relations)
+_ = (csv, hub, layout, relations, schemas, webhooks)
