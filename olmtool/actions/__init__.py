@@ -61,6 +61,10 @@ lazy_package(
             "ImageLockResult",
             "image_lock",
         ),
+        "olmtool.actions.project_init": (
+            "ProjectInitResult",
+            "project_init",
+        ),
         "olmtool.images": ("ImageTarget",),
         "olmtool.cluster.local": ("ClusterStatus",),  # what cluster_status returns
     },
@@ -77,6 +81,7 @@ __all__ = [
     "ImageBuildResult",
     "ImageLockResult",
     "ImageTarget",
+    "ProjectInitResult",
     "bundle_build",
     "bundle_checks",
     "bundle_validate",
@@ -97,4 +102,5 @@ __all__ = [
     "crd_validate",
     "image_build",
     "image_lock",
+    "project_init",
 ]

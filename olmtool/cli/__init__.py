@@ -9,9 +9,8 @@ import traceback
 import typer
 
 from olmtool import __version__
-from olmtool.cli import bundle, catalog, cluster, crd, image, testing
+from olmtool.cli import bundle, catalog, cluster, crd, image, project_init, testing
 from olmtool.cli import install as install_cli
-from olmtool.cli import project_init
 from olmtool.cli.output import EXIT_INTERNAL_ERROR, error, error_line
 from olmtool.errors import OlmtoolError
 

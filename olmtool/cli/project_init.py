@@ -70,7 +70,7 @@ def init(
 
       olmtool init foo --package foo-operator --group demo.example.com --kind Widget
     """
-    from olmtool.actions.project_init import project_init
+    from olmtool.actions import project_init
 
     package, group, kind = _complete(directory, package, group, kind, domain)
     result = project_init(
@@ -101,7 +101,9 @@ def _complete(
     directory: Path, package: str | None, group: str | None, kind: str | None, domain: str | None
 ) -> tuple[str, str, str]:
     """The three required names: given, asked for on a terminal, else a usage error."""
-    missing = [flag for flag, value in zip(REQUIRED, (package, group, kind)) if not value]
+    missing = [
+        flag for flag, value in zip(REQUIRED, (package, group, kind), strict=True) if not value
+    ]
     if missing and not interactive():
         why = "CI is set" if os.environ.get("CI") else "stdin is not a terminal"
         error(f"missing {', '.join(missing)}: required when {why} (no prompts)")

@@ -136,7 +136,9 @@ def check_package(package: str) -> None:
 
 def check_semver(version: str) -> None:
     if not semver.Version.is_valid(version):
-        raise ArgumentError(f"{version!r} is not a semantic version (like 0.1.0)", argument="version")
+        raise ArgumentError(
+            f"{version!r} is not a semantic version (like 0.1.0)", argument="version"
+        )
 
 
 def check_group(group: str, domain: str | None = None) -> str:
