@@ -33,6 +33,9 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _UPPER_CAMEL = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 _API_VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
 _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Top-level modules crd generate itself imports: a schema package of that name would
+# shadow them (a fixed list, so the output does not depend on what is installed).
+_TAKEN_MODULES = frozenset({"olmtool", "pydantic", "pydantic_core", "semver", "typer", "yaml"})
 # Groups the apiserver reserves for Kubernetes' own APIs (api-approved.kubernetes.io).
 _PROTECTED_GROUPS = ("k8s.io", "kubernetes.io")
 
@@ -59,10 +62,10 @@ class ProjectNames:
     @property
     def module(self) -> str:
         """The Python package holding the schemas: the package name in snake_case, kept
-        clear of keywords, leading digits and standard-library names it would shadow."""
+        clear of keywords, leading digits and module names it would shadow."""
         name = self.package.replace("-", "_")
         usable = name.isidentifier() and not keyword.iskeyword(name)
-        if not usable or name in sys.stdlib_module_names:
+        if not usable or name in sys.stdlib_module_names or name in _TAKEN_MODULES:
             return f"project_{name}"
         return name
 

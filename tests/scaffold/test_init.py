@@ -223,6 +223,7 @@ def test_domain_completes_a_group_without_a_dot() -> None:
         ("3scale", "project_3scale"),  # not an identifier
         ("import", "project_import"),  # a keyword
         ("json", "project_json"),  # would shadow the standard library
+        ("olmtool", "project_olmtool"),  # would shadow what imports it
     ],
 )
 def test_python_package_names(package: str, module: str) -> None:
