@@ -6,18 +6,22 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from olmtool.cli.output import OutputFormat, OutputOption, emit, error, escape, stdout
 from olmtool.errors import ArgumentError, display_path
-from olmtool.scaffold.defaults import (
+from olmtool.scaffold import (
     DEFAULT_API_VERSION,
     DEFAULT_CHANNEL,
     DEFAULT_IMAGE,
     DEFAULT_INSTALL_MODES,
     DEFAULT_VERSION,
 )
+
+if TYPE_CHECKING:
+    from olmtool.actions import ProjectInitResult
 
 REQUIRED = ("--package", "--group", "--kind")
 EXIT_USAGE = 2  # as for any other missing or malformed flag
@@ -86,15 +90,15 @@ def init(
         domain=domain,
         force=force,
     )
+    emit(result.as_dict(), output, lambda: _print_init(result))
 
-    def text() -> None:
-        for path in result.written:
-            stdout.print(f"[green]wrote[/] {escape(display_path(path))}")
-        stdout.print("next steps:")
-        for step in result.next_steps:
-            stdout.print(f"  {escape(step)}")
 
-    emit(result.as_dict(), output, text)
+def _print_init(result: ProjectInitResult) -> None:
+    for path in result.written:
+        stdout.print(f"[green]wrote[/] {escape(display_path(path))}")
+    stdout.print("next steps:")
+    for step in result.next_steps:
+        stdout.print(f"  {escape(step)}")
 
 
 def _complete(
