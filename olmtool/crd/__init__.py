@@ -53,6 +53,7 @@ lazy_package(
             "PrinterColumn",
             "Scale",
             "Version",
+            "pluralize",
             "version_sort_key",
         ),
         "olmtool.crd.structural": (
@@ -111,6 +112,7 @@ __all__ = [
     "model_to_openapi",
     "object_markers",
     "openapi_to_jsonschema",
+    "pluralize",
     "render_crd",
     "sync_files",
     "validate_against",
