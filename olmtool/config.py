@@ -23,18 +23,23 @@ file in the current directory and its parents, or take ``--config``.
 
 from __future__ import annotations
 
+import difflib
+import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from olmtool import kyaml
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
-from olmtool.errors import InputError, ProjectNotFound, setting_problem
+from olmtool.errors import InputError, InputErrors, ProjectNotFound, setting_problem
 from olmtool.images import ImageSettings
 
 CONFIG_NAME = "olmtool.yaml"
+MAX_PROBLEMS = 20  # past this, "... and N more": the first ones are what to fix first
 
 
 class _Section(BaseModel):
@@ -98,6 +103,83 @@ def parse_project(text: str, path: Path) -> Project:
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        loc, message = setting_problem(exc.errors()[0])
-        raise InputError(f"{loc}: {message}", path=path, line=source.line_at(0, loc)) from None
+        raise settings_error(exc, source, path) from None
     return Project(settings=settings, root=path.parent, file=path)
+
+
+def settings_error(exc: ValidationError, source: kyaml.YamlFile, path: Path) -> InputError:
+    """Every problem pydantic found, a line each in file order: an unknown key (with the
+    key it is probably a typo of) next to the required key it left missing."""
+    problems: dict[tuple[int, str], InputError] = {}
+    for error in exc.errors():
+        loc, message = setting_problem(error)
+        if error["type"] == "extra_forbidden":
+            message += _did_you_mean(error["loc"])
+        line = source.line_at(0, loc)
+        problems.setdefault((line or 0, loc), InputError(f"{loc}: {message}", path=path, line=line))
+    ordered = [problems[key] for key in sorted(problems)]
+    if len(ordered) > MAX_PROBLEMS:
+        more = len(ordered) - MAX_PROBLEMS
+        ordered = [
+            *ordered[:MAX_PROBLEMS],
+            InputError(f"... and {more} more problem(s)", path=path),
+        ]
+    return ordered[0] if len(ordered) == 1 else InputErrors(ordered)
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """`` (did you mean channels?)`` for an unknown key close to one its section takes."""
+    *parent, key = loc
+    if not isinstance(key, str):
+        return ""
+    known = sorted({name for model in _models_at(tuple(parent)) for name in _keys(model)})
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _models_at(loc: tuple[int | str, ...]) -> list[type[BaseModel]]:
+    """The settings models that may stand at ``loc`` (a pydantic error location)."""
+    kinds: list[Any] = [Settings]
+    for part in loc:
+        stepped = [inner for kind in kinds for inner in _step(kind, part)]
+        if stepped or isinstance(part, int):
+            kinds = stepped
+        # else: a union member's tag or a validator's name, not a key: stay
+    return [model for kind in kinds for model in _alternatives(kind) if _is_model(model)]
+
+
+def _step(kind: Any, part: int | str) -> list[Any]:
+    """What stands below ``kind`` at key or index ``part``."""
+    found: list[Any] = []
+    for each in _alternatives(kind):
+        origin = get_origin(each)
+        if isinstance(part, int):
+            if origin in (list, tuple, set, frozenset):
+                found.extend(get_args(each)[:1])
+        elif _is_model(each):
+            found.extend(
+                field.annotation
+                for name, field in each.model_fields.items()
+                if part in (name, field.alias)
+            )
+        elif origin in (dict, Mapping):
+            found.extend(get_args(each)[1:2])
+    return found
+
+
+def _alternatives(kind: Any) -> list[Any]:
+    """``X | Y | None`` and ``Annotated[X, ...]`` as the types they allow."""
+    origin = get_origin(kind)
+    if origin is Annotated:
+        return _alternatives(get_args(kind)[0])
+    if origin in (Union, types.UnionType):
+        return [inner for arg in get_args(kind) for inner in _alternatives(arg)]
+    return [kind]
+
+
+def _is_model(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, BaseModel)
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]

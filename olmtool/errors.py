@@ -4,6 +4,9 @@
 
     OlmtoolError                 everything olmtool raises on purpose
     +-- InputError               the user's files or arguments are wrong
+    |   +-- UsageError           the command was called wrongly (CLI exit 2), e.g.
+    |   |   +-- ProjectNotFound  no olmtool.yaml
+    |   +-- InputErrors          several problems of one file, a line each
     |   +-- ArgumentError        one argument of a call (the CLI names its flag)
     |   +-- SchemaError          a Python schema has no structural Kubernetes form
     +-- (service errors)         a system olmtool drives failed: an OCI registry, the
@@ -51,8 +54,32 @@ class InputError(OlmtoolError):
     """A file olmtool was asked to read is missing, malformed or inconsistent."""
 
 
-class ProjectNotFound(InputError):
+class UsageError(InputError):
+    """The command was called wrongly rather than given wrong data: no project file where
+    one is needed, flags that need each other. The CLI exits 2 for it, as for a flag the
+    parser refuses."""
+
+
+class ProjectNotFound(UsageError):
     """No ``olmtool.yaml`` was given or found upward from the working directory."""
+
+
+class InputErrors(InputError):
+    """Several problems of one input, each with its own location (path and line), printed
+    one per line; ``problems`` keeps them, the first is this error's own location.
+
+    >>> print(InputErrors([InputError("a", path="x.yaml", line=3), InputError("b", path="x.yaml", line=5)]))
+    x.yaml:3: a
+    x.yaml:5: b
+    """
+
+    def __init__(self, problems: list[InputError]):
+        first = problems[0]
+        super().__init__(first.message, path=first.path, line=first.line)
+        self.problems = problems
+
+    def __str__(self) -> str:
+        return "\n".join(str(problem) for problem in self.problems)
 
 
 class ArgumentError(InputError):

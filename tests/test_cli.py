@@ -220,7 +220,7 @@ def test_bad_config_names_file_and_line(here: Path) -> None:
     (here / "olmtool.yaml").write_text("crd:\n  modules: [api.py]\n  outptu: crds\n")
     with pytest.raises(InputError) as error:
         crd_generate()
-    assert str(error.value) == "olmtool.yaml:3: crd.outptu: unknown key"
+    assert str(error.value) == "olmtool.yaml:3: crd.outptu: unknown key (did you mean output?)"
 
 
 def test_no_config_explains(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,16 +300,16 @@ def test_generate_command_user_errors(here: Path, tmp_path_factory: pytest.TempP
     (here / "olmtool.yaml").write_text("crd:\n  modules: [api.py]\n  outptu: crds\n")
     bad = cli("crd", "generate")
     assert bad.returncode == 1
-    assert bad.error == "olmtool.yaml:3: crd.outptu: unknown key"
+    assert bad.error == "olmtool.yaml:3: crd.outptu: unknown key (did you mean output?)"
 
     nowhere = tmp_path_factory.mktemp("no-project")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(nowhere)
         missing = cli("crd", "generate")
-    assert missing.returncode == 1
+    assert missing.returncode == 2  # a usage error, as the README's exit codes say
     assert "no olmtool.yaml in this directory or its parents" in (missing.error or "")
     assert (missing.error or "").endswith(
-        "; pass --config or the schema modules on the command line"
+        "; pass --config FILE, or the schema modules (olmtool crd generate api.py)"
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from olmtool.bundle import directory_image
+from olmtool.bundle import bundle_directory, directory_image
 from olmtool.bundle import format as fmt
 from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.images import ImageTarget, SavedImage, save_image
@@ -46,7 +46,7 @@ def bundle_dir_image(
     tool's) as a bundle image: an OCI layout (default ``build/oci/<package>-<version>``),
     pushed when ``image.push``. ``{version}`` and ``{package}`` expand in the reference
     and layout, from the CSV's ``spec.version`` and the package annotation."""
-    root = Path(directory)
+    root = bundle_directory(directory)
     built, bundle = directory_image(root)
     package = (bundle.annotations or {}).get(fmt.PACKAGE, "")
     csv = bundle.csv

@@ -1,4 +1,5 @@
-"""``cluster status`` (and ``kubeconfig``, ``logs``): what a local cluster runs.
+"""``cluster status`` (and ``kubeconfig``, ``registry``, ``kubectl``, ``logs``): what a
+local cluster runs and how to reach it.
 
 >>> cluster_status("ci").healthy
 True
@@ -6,9 +7,10 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from olmtool.cluster import local
+from olmtool.cluster import find_kubectl, local
 from olmtool.cluster.node import read_logs
 
 
@@ -21,6 +23,38 @@ def cluster_status(name: str = local.DEFAULT_NAME) -> local.ClusterStatus:
 def cluster_kubeconfig(name: str = local.DEFAULT_NAME) -> Path:
     """The admin kubeconfig of the cluster ``name``."""
     return Path(local.require_cluster(name).kubeconfig)
+
+
+def cluster_registry(name: str = local.DEFAULT_NAME) -> str:
+    """The ``host:port`` of the cluster's image registry, where ``--push`` sends images
+    (127.0.0.1:5000 unless ``up`` was given another ``--registry-port``)."""
+    cluster = local.require_cluster(name)
+    if not cluster.registry:
+        raise local.ClusterError(
+            f"cluster {name!r} runs no image registry (it was started with --no-registry)"
+        )
+    return cluster.registry
+
+
+@dataclass(frozen=True)
+class KubectlCommand:
+    """The kubectl matching the local cluster's server and the kubeconfig it uses."""
+
+    kubectl: Path
+    kubeconfig: Path
+
+    def argv(self, args: list[str]) -> list[str]:
+        return [str(self.kubectl), *args]
+
+    def env(self, base: dict[str, str]) -> dict[str, str]:
+        return {**base, "KUBECONFIG": str(self.kubeconfig)}
+
+
+def cluster_kubectl(name: str = local.DEFAULT_NAME) -> KubectlCommand:
+    """kubectl 1.20 from the control-plane binaries with the cluster's admin kubeconfig;
+    ClusterError when there is no such cluster, AssetsError without that kubectl."""
+    kubeconfig = Path(local.require_cluster(name).kubeconfig)
+    return KubectlCommand(find_kubectl(), kubeconfig)
 
 
 def cluster_logs(

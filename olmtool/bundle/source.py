@@ -7,12 +7,17 @@ add, templates). A source text is, in this order:
    directory that holds an ``oci-layout`` file;
 2. a directory: any other existing path (relative to ``base``, default the working
    directory);
-3. an image reference: anything else whose first ``/``-separated part names a registry
+3. a missing directory: a text written as a path (:func:`looks_like_path`: it starts with
+   ``/``, ``./``, ``../`` or ``~``, or its first ``/``-separated part exists here, as in
+   ``bundle/etcd-operator/0.9.0``) is "no such bundle directory", never an image, so a
+   typo is reported as one (with what the nearest existing folder holds);
+4. an image reference: anything else whose first ``/``-separated part names a registry
    host (holds a ``.`` or a ``:``, or is ``localhost``), which is how docker tells a
    registry from a Docker Hub path: ``quay.io/org/bundle:1.0``, ``localhost:5000/b:1``.
    Docker Hub images are written out in full (``docker.io/org/bundle:1.0``).
 
-Anything else is an :class:`~olmtool.errors.InputError`. Images and layouts are unpacked
+Anything else is an :class:`~olmtool.errors.InputError`; :func:`bundle_directory` applies
+the same rule where only a directory will do (``bundle image``). Images and layouts are unpacked
 into a temporary directory that :func:`open_bundle` and :func:`unpacked_image` always
 remove, whatever happens inside the ``with`` block::
 
@@ -30,7 +35,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from olmtool.bundle.model import Bundle, load_bundle
-from olmtool.errors import InputError
+from olmtool.errors import InputError, display_path
 from olmtool.images import parse_reference, read_oci_layout
 
 LAYOUT_PREFIX = "oci:"
@@ -59,8 +64,22 @@ def names_registry(text: str) -> bool:
     return bool(slash) and ("." in first or ":" in first or first == "localhost")
 
 
+# how a text written as a local path starts (``~`` as the shell would expand it)
+PATH_PREFIXES = ("/", "./", "../", "~")
+
+
+def looks_like_path(text: str, *, base: Path | None = None) -> bool:
+    """Whether ``text`` is written as a local path: it starts with ``/``, ``./``, ``../``
+    or ``~`` (or is ``.``/``..``), or its first ``/``-separated part exists (relative to
+    ``base``). Such a text is never taken for an image reference."""
+    if text in (".", "..") or text.startswith(PATH_PREFIXES):
+        return True
+    first, slash, _ = text.partition("/")
+    return bool(slash) and _under(base, first).exists()
+
+
 def resolve_source(text: str | Path, *, base: Path | None = None) -> Source:
-    """Classify ``text`` by the module's rule; InputError when it is none of the three."""
+    """Classify ``text`` by the module's rule; InputError when it is none of them."""
     text = str(text)
     if text.startswith(LAYOUT_PREFIX):
         directory, _, tag = text.removeprefix(LAYOUT_PREFIX).partition(":")
@@ -69,14 +88,52 @@ def resolve_source(text: str | Path, *, base: Path | None = None) -> Source:
     if path.exists():
         kind = SourceKind.layout if (path / "oci-layout").is_file() else SourceKind.directory
         return Source(text, kind, path)
+    if looks_like_path(text, base=base):
+        raise missing_directory(text, path)
     if names_registry(text):
         parse_reference(text)  # a clear error for a malformed reference
         return Source(text, SourceKind.image)
     raise InputError("no such bundle directory, OCI layout or image reference", path=text)
 
 
+def bundle_directory(text: str | Path, *, base: Path | None = None) -> Path:
+    """The existing directory ``text`` names, by the same rule: InputError "no such
+    bundle directory" (with what its nearest existing folder holds) otherwise."""
+    path = _under(base, str(text))
+    if not path.is_dir():
+        raise missing_directory(str(text), path)
+    return path
+
+
+def missing_directory(text: str, path: Path) -> InputError:
+    """ "no such bundle directory", naming what the nearest existing folder holds: a
+    mistyped version or package shows the right ones next to it."""
+    parent = path.parent
+    while not parent.is_dir() and parent != parent.parent:
+        parent = parent.parent
+    hint = ""
+    if parent.is_dir() and _worth_listing(parent):
+        try:
+            entries = sorted(
+                e.name for e in parent.iterdir() if e.is_dir() and not e.name.startswith(".")
+            )
+        except OSError:
+            entries = []
+        if entries:
+            shown = ", ".join(entries[:12]) + (", ..." if len(entries) > 12 else "")
+            hint = f" ({display_path(parent)} holds {shown})"
+    return InputError(f"no such bundle directory{hint}", path=text)
+
+
+def _worth_listing(folder: Path) -> bool:
+    """Not the working directory or ``/``: their listing would say nothing about a typo."""
+    resolved = folder.resolve()
+    return resolved != Path.cwd().resolve() and resolved != resolved.parent
+
+
 def _under(base: Path | None, text: str) -> Path:
-    return base / text if base is not None else Path(text)
+    path = Path(text).expanduser() if text.startswith("~") else Path(text)
+    return base / path if base is not None else path
 
 
 @contextmanager

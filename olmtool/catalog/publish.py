@@ -13,7 +13,7 @@ from pathlib import Path
 
 import semver
 
-from olmtool.bundle import names_registry
+from olmtool.bundle import looks_like_path, names_registry
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
@@ -71,8 +71,9 @@ def render_sources(
 
 
 def _expand(pattern: str, base: Path) -> list[str]:
-    """An image reference as itself; anything else as a glob of bundle directories."""
-    if names_registry(pattern) and not (base / pattern).exists():
+    """An image reference as itself; anything else as a glob of bundle directories (the
+    rule of :mod:`olmtool.bundle.source`: a text written as a path is never an image)."""
+    if names_registry(pattern) and not looks_like_path(pattern, base=base):
         return [pattern]
     matches = sorted(glob.glob(str(base / pattern)))
     # a hidden pattern could match what a killed ``bundle build`` left: never a bundle

@@ -11,7 +11,7 @@ import typer
 from olmtool import __version__
 from olmtool.cli import bundle, catalog, cluster, crd, image, project_init, testing
 from olmtool.cli import install as install_cli
-from olmtool.cli.output import EXIT_INTERNAL_ERROR, error, error_line
+from olmtool.cli.output import EXIT_INTERNAL_ERROR, error, error_line, exit_code
 from olmtool.errors import OlmtoolError
 
 app = typer.Typer(
@@ -62,14 +62,16 @@ ISSUES = "https://github.com/olmtool/olmtool/issues"
 
 
 def main() -> None:
-    """Console entry point: user errors become one line on stderr and exit code 1; any
-    other exception is a bug in olmtool: its traceback, a line saying where to report it,
-    and exit code 3, so that CI tells a crash from a verdict."""
+    """Console entry point: user errors become one line on stderr (one per problem) and
+    exit code 1, or 2 for a usage error (as the parser's own); any other exception is a
+    bug in olmtool: its traceback, a line saying where to report it, and exit code 3, so
+    that CI tells a crash from a verdict."""
     try:
         app()
     except OlmtoolError as exc:
-        error(error_line(exc))
-        sys.exit(1)
+        for line in error_line(exc).splitlines():
+            error(line)
+        sys.exit(exit_code(exc))
     except KeyboardInterrupt:
         error("interrupted")
         sys.exit(130)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from olmtool import actions
@@ -31,6 +33,7 @@ def up(
     registry_port: int = typer.Option(
         DEFAULT_REGISTRY_PORT,
         "--registry-port",
+        envvar="OLMTOOL_REGISTRY_PORT",
         help="Image registry port at the first up (0: any free); later ups keep it.",
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
@@ -101,10 +104,9 @@ def down(
       olmtool cluster down --delete
     """
     stopped = actions.cluster_down(name, delete=delete)
-    what = ", ".join(stopped) or "nothing was running"
-    stdout.print(
-        f"cluster {escape(name)}: stopped {escape(what)}{' and deleted' if delete else ''}"
-    )
+    done = f"stopped {', '.join(stopped)}" if stopped else "not running (nothing to stop)"
+    deleted = "; its state is deleted" if delete else ""
+    stdout.print(f"cluster {escape(name)}: {escape(done)}{deleted}")
 
 
 @app.command()
@@ -150,6 +152,60 @@ def kubeconfig(
 
 
 @app.command()
+def registry(name: str = NameOption) -> None:
+    """Print the host:port of the cluster's image registry (where --push sends images).
+
+    Example: olmtool bundle build --image $(olmtool cluster registry)/foo-bundle:{version} --push
+    """
+    typer.echo(actions.cluster_registry(name))
+
+
+# kubectl's own flags (-n, --namespace, --help after the verb) pass through: only options
+# before the first argument are this command's.
+PASS_THROUGH = {
+    "allow_extra_args": True,
+    "ignore_unknown_options": True,
+    "allow_interspersed_args": False,
+}
+
+
+@app.command(context_settings=PASS_THROUGH, options_metavar="[--name NAME] [--] KUBECTL-ARGS...")
+def kubectl(
+    ctx: typer.Context,
+    name: str = typer.Option(DEFAULT_NAME, "--name", help="Cluster name (before kubectl's args)."),
+) -> None:
+    """Run kubectl 1.20, the cluster's own version, with the cluster's kubeconfig.
+
+    The kubectl comes with the control-plane binaries (make assets); the command exits
+    with its exit code. A newer kubectl on PATH works too, but warns about version skew
+    against the 1.20 server. Examples:
+
+      olmtool cluster kubectl get pods -A
+
+      olmtool cluster kubectl --name ci -- get csv -n operators -o yaml
+    """
+    import subprocess
+
+    command = actions.cluster_kubectl(name)
+    args = list(ctx.args)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    result = subprocess.run(command.argv(args), env=command.env(dict(os.environ)), check=False)
+    raise typer.Exit(result.returncode)
+
+
+@app.command("kubectl-path")
+def kubectl_path() -> None:
+    """Print the path of kubectl 1.20, the local cluster's version.
+
+    Example: alias kubectl="$(olmtool cluster kubectl-path)"
+    """
+    from olmtool.cluster import find_kubectl
+
+    typer.echo(str(find_kubectl()))
+
+
+@app.command()
 def logs(
     pod: str = typer.Argument(..., help="Pod name."),
     namespace: str = typer.Option("default", "--namespace", help="The pod's namespace."),
@@ -165,20 +221,31 @@ def logs(
 
 
 @app.command()
-def assets() -> None:
-    """Find or build kube-apiserver, controller-manager, scheduler, etcd and kubectl.
+def assets(
+    optional: bool = typer.Option(
+        False,
+        "--optional",
+        help="Outside CI, where they cannot be built here, say why and exit 0 (the e2e tests skip).",
+    ),
+) -> None:
+    """Find or build the control-plane binaries and print their folder.
 
-    Uses KUBEBUILDER_ASSETS, else ~/.cache/olmtool/assets, else builds them from Debian's
-    kubernetes source package (about 6 minutes on 2 cores, once).
+    kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kubectl. Uses KUBEBUILDER_ASSETS, else ~/.cache/olmtool/assets, else builds them from Debian's
+    kubernetes source package (once: about 13 minutes on 2 cores, a line per stage).
 
     Example: olmtool cluster assets
     """
-    with stderr.status("finding (or building) the control-plane binaries"):
-        folder = _ensure_assets()
+    from olmtool.cluster import build_assets, build_blocker, default_assets_dir, find_assets
+
+    folder = find_assets()
+    if folder is None:
+        blocker = build_blocker()
+        if optional and blocker and not os.environ.get("CI"):
+            stderr.print(f"no control-plane binaries, and they cannot be built here: {blocker}")
+            return
+        stderr.print(
+            "building the Kubernetes control plane from Debian's source package into "
+            f"{default_assets_dir()} (once; about 13 minutes on 2 cores)"
+        )
+        folder = build_assets()
     stdout.print(str(folder))
-
-
-def _ensure_assets() -> object:
-    from olmtool.cluster import ensure_assets
-
-    return ensure_assets()

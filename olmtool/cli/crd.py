@@ -9,7 +9,7 @@ import typer
 
 from olmtool import actions
 from olmtool.cli import output as out
-from olmtool.errors import InputError, ProjectNotFound, display_path
+from olmtool.errors import ProjectNotFound, UsageError, display_path
 
 if TYPE_CHECKING:
     from olmtool.actions import CrdGenerateResult
@@ -51,8 +51,8 @@ def generate(
             sources or (), paths=path or (), output_dir=output_dir, config=config, check=check
         )
     except ProjectNotFound as exc:
-        raise InputError(
-            f"{exc}; pass --config or the schema modules on the command line"
+        raise UsageError(
+            f"{exc}; pass --config FILE, or the schema modules (olmtool crd generate api.py)"
         ) from None
     out.emit(result.as_dict(), output, lambda: _print_generate(result))
     out.exit_if(result.failed)

@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 from rich.console import Console
 
-from olmtool.errors import ArgumentError, InputError, OlmtoolError, ProjectNotFound, display_path
+from olmtool.errors import (
+    ArgumentError,
+    OlmtoolError,
+    ProjectNotFound,
+    UsageError,
+    display_path,
+)
 
 if TYPE_CHECKING:
     from olmtool.findings import CheckRow, Finding
@@ -91,7 +97,7 @@ def with_progress(message: str, action: Callable[..., T], **arguments: Any) -> T
 def image_target(image: str | None, layout: Path | None, push_image: bool) -> ImageTarget | None:
     """The --image/--layout/--push flags as an action's image target."""
     if push_image and not image:
-        raise InputError("--push needs --image REF")
+        raise UsageError("--push needs --image REF")
     from olmtool.images import ImageTarget
 
     return ImageTarget(image, layout, push_image) if image else None
@@ -102,7 +108,7 @@ def print_saved_image(saved: SavedImage | None, *, layout: bool = True) -> None:
         return
     where = f" (OCI layout {escape(display_path(saved.layout))})" if layout else ""
     stdout.print(f"image {escape(saved.reference)}: {saved.digest}{where}")
-    if saved.pushed and layout:
+    if saved.pushed:
         stdout.print(f"[green]pushed[/] {escape(saved.reference)}")
 
 
@@ -133,6 +139,7 @@ def print_diffs(diffs: Iterable[str]) -> None:
         stdout.print(escape(diff), end="")
 
 
+EXIT_USAGE = 2  # the command was called wrongly (click's own code for a bad flag)
 EXIT_INTERNAL_ERROR = 3  # a bug in olmtool, never a verdict on the input
 
 
@@ -158,6 +165,8 @@ FLAGS = {
     "channels": "--channel",
     "domain": "--domain",
     "group": "--group",
+    "grpc_port": "--grpc-port",
+    "http_port": "--http-port",
     "image": "--image",
     "install_modes": "--install-modes",
     "k8s_version": "--k8s-version",
@@ -180,10 +189,15 @@ FLAGS = {
 }
 
 
+def exit_code(exc: OlmtoolError) -> int:
+    """What ``olmtool`` exits with for a user error: 2 for a usage error, else 1."""
+    return EXIT_USAGE if isinstance(exc, UsageError) else 1
+
+
 def error_line(exc: OlmtoolError) -> str:
     """A user error as the CLI shows it: flags instead of argument names, and a hint."""
     if isinstance(exc, ArgumentError):
         return f"{FLAGS.get(exc.argument, exc.argument)} {exc.message}"
     if isinstance(exc, ProjectNotFound):
-        return f"{exc}; pass --config"
+        return f"{exc}; pass --config FILE for one elsewhere"
     return str(exc)

@@ -14,9 +14,11 @@ lazy_package(
         "olmtool.cluster.assets": (
             "AssetsError",
             "build_assets",
+            "build_blocker",
             "default_assets_dir",
             "ensure_assets",
             "find_assets",
+            "find_kubectl",
         ),
         "olmtool.cluster.controlplane": (
             "ControlPlane",
@@ -41,10 +43,12 @@ __all__ = [
     "ControlPlaneError",
     "NetworkError",
     "build_assets",
+    "build_blocker",
     "claim_network",
     "default_assets_dir",
     "ensure_assets",
     "find_assets",
+    "find_kubectl",
     "release_network",
     "start_apiserver",
 ]

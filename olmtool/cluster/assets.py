@@ -62,12 +62,25 @@ def find_assets(required: tuple[str, ...] = CONTROL_PLANE) -> Path | None:
     return cached if _complete(cached, required) else None
 
 
-def build_assets(target: Path | None = None) -> Path:
-    """Build the control plane from Debian's kubernetes source package (minutes, cached)."""
-    target = target or default_assets_dir()
+def build_blocker() -> str | None:
+    """Why the control plane cannot be built here, or None when it can."""
     if shutil.which("apt-get") is None:
+        return "not a Debian system (no apt-get)"
+    if os.geteuid() != 0 and shutil.which("sudo") is None:
+        return "apt-get needs root or sudo"
+    return None
+
+
+def build_assets(target: Path | None = None) -> Path:
+    """Build the control plane from Debian's kubernetes source package (minutes, cached).
+
+    The build script prints a line per stage on stderr (inherited: callers that capture
+    output, like pytest, must let it through for the build to show progress)."""
+    target = target or default_assets_dir()
+    blocker = build_blocker()
+    if blocker:
         raise AssetsError(
-            "cannot build Kubernetes here: not a Debian system (no apt-get); "
+            f"cannot build Kubernetes here: {blocker}; "
             "set KUBEBUILDER_ASSETS to a folder with kube-apiserver and etcd"
         )
     result = subprocess.run(["bash", str(BUILD_SCRIPT), str(target)], check=False)
@@ -85,5 +98,14 @@ def ensure_assets(required: tuple[str, ...] = CONTROL_PLANE) -> Path:
     return find_assets(required) or build_assets()
 
 
-if __name__ == "__main__":  # python -m olmtool.cluster.assets: find or build, print the folder
-    print(ensure_assets())
+def find_kubectl() -> Path:
+    """The kubectl of the control plane's release (Debian's kubernetes-client 1.20, put
+    beside the binaries by the build): a newer one warns about version skew against the
+    local cluster's 1.20 server."""
+    folder = find_assets(("kubectl",))
+    if folder is None:
+        raise AssetsError(
+            f"no kubectl {KUBERNETES_VERSION} among the control-plane binaries "
+            f"({default_assets_dir()}): `make assets` (olmtool cluster assets) puts it there"
+        )
+    return folder / "kubectl"

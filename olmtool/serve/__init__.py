@@ -31,6 +31,7 @@ lazy_package(
         ),
         "olmtool.serve.limits": ("ServerLimits",),
         "olmtool.serve.server": (
+            "PortUnavailable",
             "RunningServer",
             "start_server",
         ),
@@ -41,6 +42,7 @@ __all__ = [
     "CatalogIndex",
     "InvalidCatalogError",
     "NotFoundError",
+    "PortUnavailable",
     "RunningServer",
     "ServerLimits",
     "build_index",

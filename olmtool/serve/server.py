@@ -15,7 +15,7 @@ from types import TracebackType
 import grpc
 from grpc_health.v1 import health
 
-from olmtool.errors import OlmtoolError
+from olmtool.errors import ArgumentError
 from olmtool.serve.grpc_server import RequestLog, create_grpc_server
 from olmtool.serve.http import CatalogdServer
 from olmtool.serve.index import CatalogIndex, build_index
@@ -79,7 +79,7 @@ def start_server(
     ``/catalogs/<name>``) defaults to the catalog directory's name. ``log`` receives one
     line per request. ``limits`` bounds connections, threads, timeouts and request sizes
     (:class:`ServerLimits`; the defaults suit a catalog server). Raises InputError when
-    the catalog does not load and OlmtoolError when a port cannot be bound.
+    the catalog does not load and :class:`PortUnavailable` when a port cannot be bound.
     """
     root = Path(root)
     owns_index = index is None
@@ -109,7 +109,7 @@ def _start_grpc(
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     problem = _bind_problem(host, port)
     if problem:
-        raise OlmtoolError(f"cannot serve gRPC on {address}: {problem}")
+        raise _port_error("grpc_port", port, f"cannot serve gRPC on {address}: {problem}")
     server, health_servicer = create_grpc_server(running.index, log=log, limits=limits)
     try:
         bound = server.add_insecure_port(address)
@@ -117,7 +117,9 @@ def _start_grpc(
         bound = 0
     if not bound:
         server.stop(0)
-        raise OlmtoolError(f"cannot serve gRPC on {address}: the port is in use or not allowed")
+        raise _port_error(
+            "grpc_port", port, f"cannot serve gRPC on {address}: the port is in use or not allowed"
+        )
     server.start()
     running._grpc, running._health = server, health_servicer
     running.grpc_address = address.rsplit(":", 1)[0] + f":{bound}"
@@ -149,6 +151,20 @@ def _start_http(
     try:
         server = CatalogdServer(index, name, host=host, port=port, log=log, limits=limits)
     except OSError as exc:
-        raise OlmtoolError(f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc}") from None
+        raise _port_error(
+            "http_port", port, f"cannot serve HTTP on {host}:{port}: {exc.strerror or exc}"
+        ) from None
     server.start()
     return server
+
+
+class PortUnavailable(ArgumentError):
+    """A server's port cannot be bound (taken by another process, or not allowed):
+    ``argument`` names the port's keyword (``grpc_port``, ``http_port``), so the CLI
+    names the flag that picks another one."""
+
+
+def _port_error(argument: str, port: int, problem: str) -> PortUnavailable:
+    # for HTTP the command's 0 means "off", so only gRPC's message offers it
+    free = " (0: any free one)" if argument == "grpc_port" else ""
+    return PortUnavailable(f"{port}: {problem}; choose another port{free}", argument=argument)

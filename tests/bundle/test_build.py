@@ -242,8 +242,16 @@ def test_config_error_names_the_key_and_line(project: Path) -> None:
     config.write_text(config.read_text().replace("email: widgets@example.com", "mail: x@y.z"))
     with pytest.raises(InputError) as exc:
         load_project(config)
-    assert str(exc.value).endswith(
-        "olmtool.yaml:16: bundle.csv.maintainers[0].email: required key is missing"
+    # every problem, in file order: the misspelled key beside the required key it left out
+    lines = [line.split("olmtool.yaml:", 1)[1] for line in str(exc.value).splitlines()]
+    assert lines == [
+        "16: bundle.csv.maintainers[0].email: required key is missing",
+        "16: bundle.csv.maintainers[0].mail: unknown key (did you mean email?)",
+        "20: bundle.csv.colour: unknown key",
+    ]
+    assert (exc.value.line, exc.value.message) == (
+        16,
+        "bundle.csv.maintainers[0].email: required key is missing",
     )
 
 

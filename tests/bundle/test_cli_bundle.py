@@ -101,8 +101,11 @@ def test_no_project_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ProjectNotFound, match=re.escape("no olmtool.yaml")):
         bundle_build()
     result = cli("bundle", "build")
-    assert result.returncode == 1
-    assert (result.error or "").endswith("; pass --config")
+    assert result.returncode == 2  # a usage error, as the README's exit codes say
+    assert result.error == (
+        "no olmtool.yaml in this directory or its parents (olmtool init writes one); "
+        "pass --config FILE for one elsewhere"
+    )  # never the schema modules crd generate takes: bundle build takes none
 
 
 # --- the commands: wiring only -------------------------------------------------------------
@@ -186,7 +189,7 @@ def test_validate_lists_checks(here: Path) -> None:
 
 def test_user_errors_name_flags(here: Path) -> None:
     no_image = cli("bundle", "build", "--push")
-    assert no_image.returncode == 1 and "--push needs --image" in (no_image.error or "")
+    assert no_image.returncode == 2 and "--push needs --image" in (no_image.error or "")
     missing = cli("bundle", "validate", "nothing-here")
     assert missing.returncode == 1
     assert "nothing-here: no such bundle directory" in (missing.error or "")
@@ -208,5 +211,5 @@ def test_user_errors_are_one_line_on_stderr(project: Path) -> None:
     assert "extra/job.yaml:2: kind Job cannot be shipped in a bundle" in result.stderr
     assert not (project / "out").exists()  # nothing half-written
     no_image = olmtool("bundle", "build", "--push", cwd=project)
-    assert no_image.returncode == 1 and "--push needs --image" in no_image.stderr
+    assert no_image.returncode == 2 and "--push needs --image" in no_image.stderr
     assert no_image.stderr.count("\n") == 1 and "Traceback" not in no_image.stderr

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from olmtool.actions import catalog_validate
 from olmtool.cli import app
-from olmtool.cli.output import error_line
+from olmtool.cli.output import error_line, exit_code
 from olmtool.errors import InputError, OlmtoolError
 from tests.test_cli import olmtool
 
@@ -47,7 +47,8 @@ def cli(*args: str) -> Run:
     """``olmtool ARGS`` in this process (relative to the working directory)."""
     result = CliRunner().invoke(app, list(args))
     exception = None if isinstance(result.exception, SystemExit) else result.exception
-    return Run(result.exit_code, ANSI.sub("", result.stdout), result.stderr, exception)
+    code = exit_code(exception) if isinstance(exception, OlmtoolError) else result.exit_code
+    return Run(code, ANSI.sub("", result.stdout), result.stderr, exception)
 
 
 def validate(*args: str) -> Run:

@@ -228,6 +228,20 @@ def test_publish_pushes_the_catalog_image(tmp_path: Path, registry: LocalRegistr
 
 
 @pytest.mark.e2e
+def test_publish_push_says_what_it_pushed(
+    tmp_path: Path, registry: LocalRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like ``bundle build --push``: the reference with its digest, then "pushed"."""
+    monkeypatch.chdir(_project(tmp_path))
+    reference = f"{registry.address}/olmtool/etcd-catalog:said"
+    result = cli("catalog", "publish", "--image", reference, "--push")
+    assert result.returncode == 0, result.exception
+    lines = result.stdout.splitlines()
+    assert lines[-2] == f"image {reference}: {pull(reference).digest}"
+    assert lines[-1] == f"pushed {reference}"
+
+
+@pytest.mark.e2e
 def test_a_refused_push_is_one_line_and_keeps_the_catalog(
     tmp_path: Path, auth_registry: LocalRegistry
 ) -> None:
@@ -295,7 +309,7 @@ def test_publish_command_exit_codes_and_output(here: Path) -> None:
     assert "package etcd-operator: stale" in stale.stdout
     assert cli("catalog", "publish", "-o", "xml").returncode == 2
     no_image = cli("catalog", "publish", "--push")
-    assert no_image.returncode == 1 and "--push needs --image" in (no_image.error or "")
+    assert no_image.returncode == 2 and "--push needs --image" in (no_image.error or "")
 
 
 def test_add_command_exit_codes_and_output(here: Path) -> None:

@@ -170,6 +170,22 @@ def test_a_port_in_use_is_a_one_line_error(catalog: Path) -> None:
             catalog_serve(catalog, grpc_port=0, http_port=port, stop=threading.Event())
 
 
+def test_a_port_in_use_names_the_flag_that_moves_it(catalog: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        http = cli("catalog", "serve", str(catalog), "--grpc-port", "0", "--http-port", port)
+        grpc = cli("catalog", "serve", str(catalog), "--port", port, "--http-port", "0")
+    assert http.returncode == 1 and grpc.returncode == 1
+    assert http.error == (
+        f"--http-port {port}: cannot serve HTTP on 127.0.0.1:{port}: Address already in use; "
+        "choose another port"
+    )
+    assert (grpc.error or "").startswith(f"--grpc-port {port}: cannot serve gRPC on 127.0.0.1:")
+    assert (grpc.error or "").endswith("; choose another port (0: any free one)")
+
+
 # --- the command: wiring only, in-process ----------------------------------------------------
 
 
@@ -185,7 +201,7 @@ def test_cache_only_builds_and_exits(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert again.returncode == 0
     assert "from the cache" in again.stderr
     alone = cli("catalog", "serve", "catalog", "--cache-only")
-    assert alone.returncode == 1 and alone.error == "--cache-only needs --cache-dir"
+    assert alone.returncode == 2 and alone.error == "--cache-only needs --cache-dir"
 
 
 def test_help_has_an_example() -> None:

@@ -13,7 +13,7 @@ import typer
 from olmtool import actions
 from olmtool.cli.catalog import app
 from olmtool.cli.output import escape, stderr, stdout
-from olmtool.errors import InputError, display_path
+from olmtool.errors import UsageError, display_path
 
 if TYPE_CHECKING:
     from olmtool.serve import CatalogIndex, RunningServer
@@ -22,9 +22,19 @@ if TYPE_CHECKING:
 @app.command()
 def serve(
     directory: Path = typer.Argument(..., help="The catalog's root directory (or one file)."),
-    port: int = typer.Option(50051, "--port", "-p", help="gRPC port (0 picks a free one)."),
+    port: int = typer.Option(
+        50051,
+        "--grpc-port",
+        "--port",
+        "-p",
+        envvar="OLMTOOL_GRPC_PORT",
+        help="gRPC port (0 picks a free one).",
+    ),
     http_port: int = typer.Option(
-        8080, "--http-port", help="catalogd HTTP port; 0 turns the HTTP API off."
+        8080,
+        "--http-port",
+        envvar="OLMTOOL_HTTP_PORT",
+        help="catalogd HTTP port; 0 turns the HTTP API off.",
     ),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Address to listen on (0.0.0.0 for every interface)."
@@ -54,7 +64,7 @@ def serve(
 
       olmtool catalog serve catalog/
 
-      olmtool catalog serve catalog/ --port 50052 --http-port 0 --quiet
+      olmtool catalog serve catalog/ --grpc-port 50052 --http-port 0 --quiet
 
       olmtool catalog serve catalog/ --cache-dir cache/ --cache-only
 
@@ -62,7 +72,7 @@ def serve(
     """
     if cache_only:
         if cache_dir is None:
-            raise InputError("--cache-only needs --cache-dir")
+            raise UsageError("--cache-only needs --cache-dir")
         index = actions.catalog_index(directory, cache_dir=cache_dir)
         _report_index(index)
         stdout.print(f"cache in {escape(display_path(cache_dir))} is up to date")
