@@ -89,7 +89,7 @@ def resolve_source(text: str | Path, *, base: Path | None = None) -> Source:
         kind = SourceKind.layout if (path / "oci-layout").is_file() else SourceKind.directory
         return Source(text, kind, path)
     if looks_like_path(text, base=base):
-        raise missing_directory(text, path)
+        raise missing_directory(text, base=base)
     if names_registry(text):
         parse_reference(text)  # a clear error for a malformed reference
         return Source(text, SourceKind.image)
@@ -101,34 +101,34 @@ def bundle_directory(text: str | Path, *, base: Path | None = None) -> Path:
     bundle directory" (with what its nearest existing folder holds) otherwise."""
     path = _under(base, str(text))
     if not path.is_dir():
-        raise missing_directory(str(text), path)
+        raise missing_directory(str(text), base=base)
     return path
 
 
-def missing_directory(text: str, path: Path) -> InputError:
-    """ "no such bundle directory", naming what the nearest existing folder holds: a
-    mistyped version or package shows the right ones next to it."""
-    parent = path.parent
-    while not parent.is_dir() and parent != parent.parent:
-        parent = parent.parent
-    hint = ""
-    if parent.is_dir() and _worth_listing(parent):
-        try:
-            entries = sorted(
-                e.name for e in parent.iterdir() if e.is_dir() and not e.name.startswith(".")
-            )
-        except OSError:
-            entries = []
-        if entries:
-            shown = ", ".join(entries[:12]) + (", ..." if len(entries) > 12 else "")
-            hint = f" ({display_path(parent)} holds {shown})"
-    return InputError(f"no such bundle directory{hint}", path=text)
+def missing_directory(text: str, *, base: Path | None = None) -> InputError:
+    """The error for a missing directory, with what the nearest existing folder the text
+    names holds: a mistyped version or package shows the right ones next to it."""
+    parts = Path(text).parts
+    for depth in range(len(parts) - 1, 0, -1):
+        if parts[depth - 1] in ("/", ".", "..", "~"):
+            break  # the working directory, home or / say nothing about a typo
+        folder = _under(base, str(Path(*parts[:depth])))
+        if folder.is_dir():
+            return InputError(f"no such bundle directory{_holds(folder)}", path=text)
+    return InputError("no such bundle directory", path=text)
 
 
-def _worth_listing(folder: Path) -> bool:
-    """Not the working directory or ``/``: their listing would say nothing about a typo."""
-    resolved = folder.resolve()
-    return resolved != Path.cwd().resolve() and resolved != resolved.parent
+def _holds(folder: Path, shown: int = 12) -> str:
+    try:
+        names = sorted(
+            e.name for e in folder.iterdir() if e.is_dir() and not e.name.startswith(".")
+        )
+    except OSError:
+        return ""
+    if not names:
+        return ""
+    more = ", ..." if len(names) > shown else ""
+    return f" ({display_path(folder)} holds {', '.join(names[:shown])}{more})"
 
 
 def _under(base: Path | None, text: str) -> Path:

@@ -9,7 +9,14 @@ import pytest
 
 from olmtool.bundle import BuiltBundle, build_bundle, write_bundle
 from olmtool.bundle.image import bundle_image
-from olmtool.bundle.source import SourceKind, names_registry, open_bundle, resolve_source
+from olmtool.bundle.source import (
+    SourceKind,
+    bundle_directory,
+    looks_like_path,
+    names_registry,
+    open_bundle,
+    resolve_source,
+)
 from olmtool.config import load_project
 from olmtool.errors import InputError
 from olmtool.images import write_oci_layout
@@ -60,6 +67,66 @@ def test_anything_else_is_refused_with_the_source_named() -> None:
         resolve_source("nothing-here")
     with pytest.raises(InputError, match="org/missing"):
         resolve_source("org/missing")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("/nonexistent", "/nonexistent: no such bundle directory"),
+        ("./nosuchdir", "nosuchdir: no such bundle directory"),
+        ("../nosuchdir", "../nosuchdir: no such bundle directory"),
+        ("~/no-such-bundle-dir", "~/no-such-bundle-dir: no such bundle directory"),
+        # a mistyped version or package: the folder that exists says what it holds
+        (
+            "bundle/etcd-operator/0.9.0",
+            "bundle/etcd-operator/0.9.0: no such bundle directory (bundle/etcd-operator holds 0.1.0, 0.3.0)",
+        ),
+        (
+            "bundle/etcd-operatr/0.3.0",
+            "bundle/etcd-operatr/0.3.0: no such bundle directory (bundle holds etcd-operator)",
+        ),
+        # a first part with a dot that exists here is a folder, not a registry host
+        ("v1.0/bundle", "v1.0/bundle: no such bundle directory (v1.0 holds other)"),
+    ],
+)
+def test_a_missing_path_is_a_missing_directory_never_an_image(
+    text: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in ("bundle/etcd-operator/0.1.0", "bundle/etcd-operator/0.3.0", "v1.0/other"):
+        (tmp_path / folder).mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert looks_like_path(text)
+    with pytest.raises(InputError) as exc:
+        resolve_source(text)
+    assert str(exc.value) == message
+    with pytest.raises(InputError) as exc:  # bundle image's directory: the same words
+        bundle_directory(text)
+    assert str(exc.value) == message
+
+
+def test_registry_hosts_stay_images_unless_a_folder_of_that_name_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for text in ("quay.io/org/bundle:1.0", "localhost:5000/b:1", "docker.io/org/b:1"):
+        assert not looks_like_path(text)
+        assert resolve_source(text).kind is SourceKind.image
+    with pytest.raises(InputError, match=r"^org/missing: no such bundle directory, OCI layout"):
+        resolve_source("org/missing")  # neither written as a path nor naming a registry
+
+
+def test_every_command_taking_a_bundle_says_the_same(tmp_path: Path) -> None:
+    from tests.test_cli import olmtool
+
+    for command in (
+        ["bundle", "validate", "./nosuchdir"],
+        ["catalog", "render", "./nosuchdir"],
+        ["catalog", "add", "./nosuchdir"],
+        ["bundle", "image", "./nosuchdir", "--image", "quay.io/x/y:1"],
+    ):
+        run = olmtool(*command, cwd=tmp_path)
+        assert run.returncode == 1, command
+        assert run.stderr == "error: nosuchdir: no such bundle directory\n", command
 
 
 def test_open_bundle_reads_a_layout_like_a_directory_and_removes_what_it_unpacked(
