@@ -150,7 +150,7 @@ def test_directory_image_of_a_bundle_not_built_here(
 
 def test_a_directory_that_is_no_bundle_is_one_line(project: Path, tmp_path: Path) -> None:
     target = ImageTarget("r.example.com/x:1", layout=tmp_path / "layout")
-    with pytest.raises(InputError, match="not a bundle directory"):
+    with pytest.raises(InputError, match="missing: no such bundle directory"):
         bundle_dir_image(tmp_path / "missing", target)
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match=r"not a bundle: the bundle has no manifests/ directory"):
