@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,41 @@ def test_stale_builds_are_removed_once_the_new_one_is_in_place(tmp_path: Path) -
     assets._remove_stale_builds(current)
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == ["kubernetes-1.20.2-new", "kubernetes-1.20.2-new.tmp.x", "other"]
+
+
+BUILD_UNDER_PYTEST = """
+import subprocess
+from pathlib import Path
+
+import tests.e2e.conftest as e2e
+
+
+def test_build(request, monkeypatch):
+    def build():
+        subprocess.run(["sh", "-c", "echo 'build-kube-assets: ==> building' >&2"], check=True)
+        return Path("/built")
+
+    monkeypatch.setattr(e2e, "build_assets", build)
+    monkeypatch.setattr(e2e, "default_assets_dir", lambda: Path("/cache/assets"))
+    assert e2e._build_in_sight(request.config) == Path("/built")
+"""
+
+
+def test_a_build_inside_pytest_shows_its_stages(tmp_path: Path) -> None:
+    """The e2e fixture's build is not a silent wait: with pytest capturing output (its
+    default), the header and the build script's stage lines still reach the terminal."""
+    (tmp_path / "test_build.py").write_text(BUILD_UNDER_PYTEST)
+    repo = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "building the Kubernetes control plane for the e2e tests into /cache/assets" in (
+        run.stderr
+    )
+    assert "build-kube-assets: ==> building" in run.stderr

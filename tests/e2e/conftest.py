@@ -1,15 +1,17 @@
 """End-to-end fixtures: a real etcd + kube-apiserver, started once per test session.
 
 The binaries come from KUBEBUILDER_ASSETS or the olmtool cache; when missing they are
-built from Debian's kubernetes source package (minutes, once). Tests are skipped, with
-the reason, only where that build cannot run (not Debian, or not root/sudo).
+built from Debian's kubernetes source package (minutes, once: `make test` does it before
+pytest starts; here the build's stage lines go to the terminal, past pytest's capture).
+Tests are skipped, with the reason, only where that build cannot run (not Debian, or not
+root/sudo).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +22,9 @@ import pytest
 from olmtool.cluster import (
     ControlPlane,
     build_assets,
+    build_blocker,
     claim_network,
+    default_assets_dir,
     find_assets,
     release_network,
     start_apiserver,
@@ -42,25 +46,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
-def _can_build() -> str | None:
-    """Why the control plane cannot be built here, or None if it can."""
-    if shutil.which("apt-get") is None:
-        return "not a Debian system (no apt-get)"
-    if os.geteuid() != 0 and shutil.which("sudo") is None:
-        return "apt-get needs root or sudo"
-    return None
-
-
 @pytest.fixture(scope="session")
-def kube_assets() -> Path:
-    """The folder holding etcd and kube-apiserver (built on first use)."""
+def kube_assets(request: pytest.FixtureRequest) -> Path:
+    """The folder holding etcd and kube-apiserver (built on first use, visibly)."""
     assets = find_assets(REQUIRED)
     if assets is None:
-        reason = _can_build()
+        reason = build_blocker()
         if reason and not os.environ.get("CI"):
             pytest.skip(f"no kube-apiserver: set KUBEBUILDER_ASSETS or build it ({reason})")
-        assets = build_assets()
+        assets = _build_in_sight(request.config)
     return assets
+
+
+def _build_in_sight(config: pytest.Config) -> Path:
+    """Build the control plane with pytest's capture suspended, so that the build
+    script's stage lines reach the terminal instead of a silent wait of minutes."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    suspended = capture.global_and_fixture_disabled() if capture else contextlib.nullcontext()
+    with suspended:
+        print(
+            "\nbuilding the Kubernetes control plane for the e2e tests into "
+            f"{default_assets_dir()} (once; about 13 minutes on 2 cores; `make assets` "
+            "does it before pytest)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return build_assets()
 
 
 @pytest.fixture(scope="session")

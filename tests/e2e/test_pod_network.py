@@ -74,7 +74,10 @@ FETCH = textwrap.dedent(
 
 
 def server_container(**extra: object) -> JSON:
-    """Serves its Pod's name on 0.0.0.0:8080 (every server Pod binds the same port)."""
+    """Serves its Pod's name on 0.0.0.0:8080 (every server Pod binds the same port). A
+    fixed port is safe only here: each Pod has a network namespace of its own (the tests
+    assert it), so no host process can hold it; what listens on the host (hostPorts,
+    Service ClusterIPs) takes free ports."""
     return {
         "name": "web",
         "image": "python:3",
@@ -155,6 +158,9 @@ def test_pods_bind_the_same_port_and_reach_each_other(cluster: Cluster, ns: str)
 
 def test_services_by_name_cluster_ip_and_variables(cluster: Cluster, ns: str) -> None:
     kube = cluster.kube
+    # A Service port is a listener on the host (ClusterIP:port, the node agent's proxy): a
+    # host process holding the port on every address (*:80) would block it, so a free one.
+    port = free_port("0.0.0.0")
     template = {
         "metadata": {"labels": {"app": "echo"}},
         "spec": {"terminationGracePeriodSeconds": 2, "containers": [server_container()]},
@@ -166,7 +172,7 @@ def test_services_by_name_cluster_ip_and_variables(cluster: Cluster, ns: str) ->
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "echo"}}, "template": template},
     }
     # a client started before the Service exists: its hosts file gets the name later
-    early = fetch_pod("early", [f"http://echo.{ns}.svc:80/"])
+    early = fetch_pod("early", [f"http://echo.{ns}.svc:{port}/"])
     create_pod(kube, ns, early)
     kube.create(f"/apis/apps/v1/namespaces/{ns}/deployments", deployment)
     service = kube.create(
@@ -175,7 +181,7 @@ def test_services_by_name_cluster_ip_and_variables(cluster: Cluster, ns: str) ->
             "metadata": {"name": "echo"},
             "spec": {
                 "selector": {"app": "echo"},
-                "ports": [{"name": "http", "port": 80, "targetPort": "http"}],
+                "ports": [{"name": "http", "port": port, "targetPort": "http"}],
             },
         },
     )
@@ -186,19 +192,18 @@ def test_services_by_name_cluster_ip_and_variables(cluster: Cluster, ns: str) ->
     wait_for(lambda: len([p for p in pods(kube, ns, "app=echo") if is_ready(p)]) == 2, 60, "echo")
     names = {p["metadata"]["name"] for p in pods(kube, ns, "app=echo")}
 
-    variables = 'echo "vars $ECHO_SERVICE_HOST $ECHO_SERVICE_PORT_HTTP $ECHO_PORT_80_TCP_ADDR";'
+    variables = (
+        f'echo "vars $ECHO_SERVICE_HOST $ECHO_SERVICE_PORT_HTTP $ECHO_PORT_{port}_TCP_ADDR";'
+    )
     urls = [
-        "http://echo/",
-        f"http://echo.{ns}.svc.cluster.local/",
-        f"http://{cluster_ip}/",
-        f"http://{cluster_ip}/",
-        f"http://{cluster_ip}/",
-        f"http://{cluster_ip}/",
+        f"http://echo:{port}/",
+        f"http://echo.{ns}.svc.cluster.local:{port}/",
+        *[f"http://{cluster_ip}:{port}/"] * 4,
     ]
     output = run_to_end(
         kube, cluster, ns, fetch_pod("client", urls, script=variables + " echo;")
     ).splitlines()
-    assert output[0] == f"vars {cluster_ip} 80 {cluster_ip}"
+    assert output[0] == f"vars {cluster_ip} {port} {cluster_ip}"
     answers = [line.split(" ", 1)[1] for line in output[1:] if line]
     assert set(answers) == names, output  # round robin reaches both Pods
     assert "$ECHO_SERVICE_HOST" not in output
@@ -206,7 +211,7 @@ def test_services_by_name_cluster_ip_and_variables(cluster: Cluster, ns: str) ->
     # enableServiceLinks: false keeps only the kubernetes Service's variables
     quiet = fetch_pod(
         "quiet",
-        ["http://echo/"],
+        [f"http://echo:{port}/"],
         script='echo "vars [$ECHO_SERVICE_HOST] $KUBERNETES_SERVICE_HOST";',
         enableServiceLinks=False,
     )
@@ -311,6 +316,7 @@ def test_two_clusters_run_the_same_workload_side_by_side(
 ) -> None:
     first, second = cluster.agent.network, second_cluster.agent.network
     assert first is not None and second is not None and first.index != second.index
+    port = free_port("0.0.0.0")  # the Services' port is a host listener: a free one
     answers = []
     for each in (cluster, second_cluster):
         kube = each.kube
@@ -323,7 +329,7 @@ def test_two_clusters_run_the_same_workload_side_by_side(
             "/api/v1/namespaces/same/services",
             {
                 "metadata": {"name": "web"},
-                "spec": {"selector": {"app": "w"}, "ports": [{"port": 80, "targetPort": 8080}]},
+                "spec": {"selector": {"app": "w"}, "ports": [{"port": port, "targetPort": 8080}]},
             },
         )
         pod = ready_pod(kube, "same", "web")
@@ -334,7 +340,7 @@ def test_two_clusters_run_the_same_workload_side_by_side(
         assert http_get(f"http://{ip_one}:8080/") == str(cluster.kubeconfig)
         assert http_get(f"http://{ip_two}:8080/") == str(second_cluster.kubeconfig)
         for svc, each in ((svc_one, cluster), (svc_two, second_cluster)):
-            text = wait_for(lambda s=svc: http_get(f"http://{s}/"), 30, f"Service {svc}")
+            text = wait_for(lambda s=svc: http_get(f"http://{s}:{port}/"), 30, f"Service {svc}")
             assert text == str(each.kubeconfig)
     finally:
         cluster.kube.delete("/api/v1/namespaces/same")
