@@ -13,7 +13,7 @@ help:
 	@echo "                source .venv/bin/activate, or run .venv/bin/olmtool"
 	@echo "make demo       install, then the whole job on the etcd operator in this repo:"
 	@echo "                CRDs generated and validated, bundle built and validated with"
-	@echo "                every suite, catalog published and validated (about 1 min)"
+	@echo "                every suite, catalog published and validated (seconds once installed)"
 	@echo "make tools      apt-get docker-registry, skopeo, etcd, promtool (the local cluster's"
 	@echo "                registry and the tests' tools; root or sudo)"
 	@echo "make assets     find or build the Kubernetes 1.20 control plane for the local cluster"
