@@ -16,6 +16,8 @@ Example::
       name: localhost:5000/olmtool/etcd-operator
       packages: [operator/etcd_operator]
       entrypoint: [python3, -m, etcd_operator]
+    validate:                        # see olmtool.waivers
+      ignore: [{check: good-practices/channel-name, reason: alpha is our preview channel}]
 
 Paths are relative to the directory holding ``olmtool.yaml``. Commands look for the
 file in the current directory and its parents, or take ``--config``.
@@ -23,7 +25,7 @@ file in the current directory and its parents, or take ``--config``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -31,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from olmtool import kyaml
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
-from olmtool.errors import InputError, ProjectNotFound
+from olmtool.errors import InputError, ProjectNotFound, display_path
 from olmtool.images import ImageSettings
+from olmtool.waivers import ValidateSettings, Waiver
 
 CONFIG_NAME = "olmtool.yaml"
 
@@ -52,6 +55,8 @@ class Settings(_Section):
     bundle: BundleSettings | None = None
     catalog: CatalogSettings | None = None
     image: ImageSettings | None = None
+    # "validate" would shadow pydantic's BaseModel.validate: the key is an alias
+    validation: ValidateSettings | None = Field(None, alias="validate")
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,25 @@ class Project:
     settings: Settings
     root: Path
     file: Path
+    source: kyaml.YamlFile | None = field(default=None, repr=False, compare=False)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
+
+    def line_at(self, path: str) -> int | None:
+        """The line of a key path (``validate.ignore[0]``) in the project file."""
+        return self.source.line_at(0, path) if self.source else None
+
+    @property
+    def waivers(self) -> list[Waiver]:
+        """The ``validate.ignore`` waivers, each naming its file and line as its source."""
+        if self.settings.validation is None:
+            return []
+        name = display_path(self.file)
+        return [
+            setting.waiver(f"{name}:{self.line_at(f'validate.ignore[{index}]') or 1}")
+            for index, setting in enumerate(self.settings.validation.ignore)
+        ]
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -96,7 +117,7 @@ def load_project(config: Path | None = None) -> Project:
             first["type"], first["msg"].removeprefix("Value error, ")
         )
         raise InputError(f"{loc}: {message}", path=path, line=source.line_at(0, loc)) from None
-    return Project(settings=settings, root=path.parent, file=path)
+    return Project(settings=settings, root=path.parent, file=path, source=source)
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:

@@ -20,7 +20,7 @@ lazy_package(
             "manifest_file_name",
             "write_bundle",
         ),
-        "olmtool.bundle.suites": ("OPTIONAL_SUITES",),
+        "olmtool.bundle.suites": ("OPTIONAL_SUITES", "TARGET_SUITES"),
         "olmtool.bundle.checks.table": ("CHECKS", "CheckInfo"),
         "olmtool.bundle.csv": (
             "generate_csv",
@@ -58,6 +58,7 @@ __all__ = [
     "Report",
     "Source",
     "SourceKind",
+    "TARGET_SUITES",
     "build_bundle",
     "bundle_image",
     "generate_csv",

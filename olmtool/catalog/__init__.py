@@ -16,7 +16,12 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
-        "olmtool.catalog.choices": ("BundlePayload", "CatalogFormat", "GraphView"),
+        "olmtool.catalog.choices": (
+            "CATALOG_SUITES",
+            "BundlePayload",
+            "CatalogFormat",
+            "GraphView",
+        ),
         "olmtool.catalog.bundle_checks": ("inspect_bundle",),
         "olmtool.catalog.checks": ("CHECKS",),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
@@ -57,6 +62,7 @@ lazy_package(
             "check_model",
             "check_rows",
             "report",
+            "select_catalog_suites",
             "validate_catalog",
             "validate_config",
         ),
@@ -69,6 +75,7 @@ lazy_package(
 )
 
 __all__ = [
+    "CATALOG_SUITES",
     "CHECKS",
     "AddResult",
     "BundlePayload",
@@ -102,6 +109,7 @@ __all__ = [
     "render_config",
     "render_template",
     "report",
+    "select_catalog_suites",
     "upgrade_paths",
     "validate_catalog",
     "validate_config",

@@ -24,3 +24,8 @@ class GraphView(StrEnum):
     tree = "tree"  # channels and entries (package_views), for a terminal tree
     mermaid = "mermaid"  # what `opm alpha render-graph` prints
     paths = "paths"  # the upgrades OLM v0 and OLM v1 would make from every bundle
+
+
+# Optional suites of ``catalog validate --select``: ``olm-v1`` reports what OLM v1
+# (operator-controller) cannot install or upgrade to.
+CATALOG_SUITES = ("olm-v1",)

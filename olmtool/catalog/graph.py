@@ -353,8 +353,14 @@ def upgrade_paths(config: dc.DeclarativeConfig, *, package: str | None = None) -
     catalog = build_model(config)
     paths: list[UpgradePath] = []
     for channel in _channels(catalog, config, package):
-        paths += _channel_paths(channel, catalog.packages[channel.package])
+        paths += channel_upgrade_paths(channel, catalog.packages[channel.package])
     return paths
+
+
+def channel_upgrade_paths(channel: Channel, owner: Package) -> list[UpgradePath]:
+    """:func:`upgrade_paths` of one channel of a model already built (``owner`` is the
+    channel's package), entries newest first."""
+    return _channel_paths(channel, owner)
 
 
 def _channel_paths(channel: Channel, owner: Package) -> list[UpgradePath]:

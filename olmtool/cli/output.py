@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -15,7 +16,7 @@ from rich.console import Console
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, ProjectNotFound, display_path
 
 if TYPE_CHECKING:
-    from olmtool.findings import CheckRow, Finding
+    from olmtool.findings import CheckRow, Finding, Findings
     from olmtool.images import ImageTarget, SavedImage
 
 T = TypeVar("T")
@@ -112,6 +113,50 @@ def print_findings(findings: Iterable[Finding], *, checks: bool = True) -> None:
         style = "red" if finding.severity == "error" else "yellow"
         check = f" [dim]\\[{finding.check}][/]" if checks else ""
         stdout.print(f"[{style}]{finding.severity}[/]{check} {escape(str(finding))}")
+
+
+def ignore_option(what: str) -> Any:
+    """``--ignore CHECK[:FILE][=REASON]`` (repeatable): waive findings."""
+    return typer.Option(
+        None,
+        "--ignore",
+        metavar="CHECK[:FILE][=REASON]",
+        help=f"Waive a check's findings (repeatable; FILE: a glob matching the end of the "
+        f"file's path): listed as waived, outside the verdict. olmtool.yaml's "
+        f"validate.ignore adds more. Check ids: {what} --list-checks.",
+    )
+
+
+@contextlib.contextmanager
+def usage_error(argument: str, flag: str) -> Iterator[None]:
+    """An ArgumentError about ``argument`` as a usage error of ``flag`` (exit code 2)."""
+    try:
+        yield
+    except ArgumentError as exc:
+        if exc.argument != argument:
+            raise
+        raise typer.BadParameter(exc.message, param_hint=f"'{flag}'") from None
+
+
+def print_waivers(report: Findings, *, checks: bool = True) -> None:
+    """The findings waivers accepted, with their reasons; waivers that matched nothing."""
+    for item in report.waived:
+        finding, waiver = item.finding, item.waiver
+        check = f" [dim]\\[{finding.check}][/]" if checks else ""
+        reason = f"{waiver.reason}; " if waiver.reason else ""
+        stdout.print(
+            f"[dim]waived[/]{check} {escape(str(finding))} "
+            f"[dim]({escape(reason)}{escape(waiver.source)})[/]"
+        )
+    for waiver in report.unused_waivers:
+        stdout.print(
+            f"note: waiver {escape(waiver.label)} ({escape(waiver.source)}) matched no finding"
+        )
+
+
+def waived_count(report: Findings) -> str:
+    """``, 2 waived`` for a verdict line (nothing when no finding was waived)."""
+    return f", {len(report.waived)} waived" if report.waived else ""
 
 
 def emit_checks(rows: list[CheckRow], fmt: OutputFormat) -> None:
