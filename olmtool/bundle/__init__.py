@@ -51,6 +51,7 @@ lazy_package(
 __all__ = [
     "CHECKS",
     "OPTIONAL_SUITES",
+    "TARGET_SUITES",
     "BuiltBundle",
     "Bundle",
     "BundleSettings",
@@ -58,7 +59,6 @@ __all__ = [
     "Report",
     "Source",
     "SourceKind",
-    "TARGET_SUITES",
     "build_bundle",
     "bundle_image",
     "generate_csv",

@@ -66,7 +66,11 @@ def _blockers(bundle: dc.Bundle) -> Iterator[tuple[str, str]]:
     modes = _install_modes(metadata, csv)
     if modes is not None:
         supported = sorted(
-            {str(m.get("type")) for m in modes if isinstance(m, dict) and m.get("supported") is True}
+            {
+                str(m.get("type"))
+                for m in modes
+                if isinstance(m, dict) and m.get("supported") is True
+            }
         )
         if ALL_NAMESPACES not in supported:
             yield (

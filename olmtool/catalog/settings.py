@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 DEFAULT_BASE_IMAGE = "quay.io/operator-framework/opm:latest"
@@ -53,10 +53,23 @@ class DeprecationSetting(_Section):
 class PackageSource(_Section):
     name: str = Field(min_length=1)
     bundles: list[str] = []
-    image: str | None = None  # pull spec for directory bundles; {package} and {version} expand
+    # pull spec for directory bundles (of ``bundles`` or the template); {package} and
+    # {version} expand; without it publishing refuses unless told (--allow-empty-image)
+    image: str | None = None
     template: str | None = None
     default_channel: str | None = None
     deprecations: list[DeprecationSetting] = []
+
+    @field_validator("image")
+    @classmethod
+    def _pattern(cls, image: str | None) -> str | None:
+        try:
+            (image or "").format(package="package", version="0.0.0")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"{image!r}: only {{package}} and {{version}} expand ({exc})"
+            ) from None
+        return image
 
     @model_validator(mode="after")
     def _some_source(self) -> PackageSource:

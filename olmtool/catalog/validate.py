@@ -27,7 +27,6 @@ from olmtool.catalog.checks import CHECKS, channel_scope, check_rows, finding, o
 from olmtool.catalog.error_tree import error_tree, error_tree_lines, error_tree_text
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog
-from olmtool.catalog.olmv1 import OLM_V1, check_olm_v1, select_catalog_suites
 from olmtool.catalog.model import (
     Channel,
     Entry,
@@ -36,6 +35,7 @@ from olmtool.catalog.model import (
     build_model,
     distances_to_head,
 )
+from olmtool.catalog.olmv1 import OLM_V1, check_olm_v1, select_catalog_suites
 from olmtool.errors import InputError
 from olmtool.findings import Findings
 from olmtool.versions import VersionIndex, parse_range

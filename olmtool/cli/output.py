@@ -18,6 +18,7 @@ from olmtool.errors import ArgumentError, InputError, OlmtoolError, ProjectNotFo
 if TYPE_CHECKING:
     from olmtool.findings import CheckRow, Finding, Findings
     from olmtool.images import ImageTarget, SavedImage
+    from olmtool.waivers import WaivedFinding
 
 T = TypeVar("T")
 
@@ -138,19 +139,24 @@ def usage_error(argument: str, flag: str) -> Iterator[None]:
         raise typer.BadParameter(exc.message, param_hint=f"'{flag}'") from None
 
 
-def print_waivers(report: Findings, *, checks: bool = True) -> None:
+def print_waivers(report: Findings) -> None:
     """The findings waivers accepted, with their reasons; waivers that matched nothing."""
-    for item in report.waived:
+    print_waived(report.waived)
+    for waiver in report.unused_waivers:
+        stdout.print(
+            f"note: waiver {escape(waiver.label)} ({escape(waiver.source)}) matched no finding"
+        )
+
+
+def print_waived(waived: Iterable[WaivedFinding], *, checks: bool = True) -> None:
+    """One line per waived finding: check, location, message, the reason and its source."""
+    for item in waived:
         finding, waiver = item.finding, item.waiver
         check = f" [dim]\\[{finding.check}][/]" if checks else ""
         reason = f"{waiver.reason}; " if waiver.reason else ""
         stdout.print(
             f"[dim]waived[/]{check} {escape(str(finding))} "
             f"[dim]({escape(reason)}{escape(waiver.source)})[/]"
-        )
-    for waiver in report.unused_waivers:
-        stdout.print(
-            f"note: waiver {escape(waiver.label)} ({escape(waiver.source)}) matched no finding"
         )
 
 
@@ -192,6 +198,7 @@ def exit_if(failed: bool, *, crashed: bool = False) -> None:
 
 # Library errors name the keyword argument; these are the flags behind them.
 FLAGS = {
+    "allow_empty_image": "--allow-empty-image",
     "base": "--base",
     "approval": "--approval",
     "bundle_tags": "--bundle-tags",
