@@ -217,6 +217,18 @@ def test_exit_codes_and_machine_output(here: Path) -> None:
     assert "icon: invalid: 0 error(s), 1 warning(s)" in validate("icon", "--strict").stdout
 
 
+def test_warnings_alone_are_no_invalid_index(here: Path) -> None:
+    """opm's "invalid index" header (and "invalid package") only where there are errors."""
+    shutil.copytree(CORPUS / "icon-mediatype", here / "icon")
+    lines = validate("icon").stdout.splitlines()
+    assert lines[0] == "warnings:"
+    assert lines[1] == '└── package "widget-operator":'
+    assert lines[2].startswith("    └── warning: icon mediatype 'image/bmp'")
+    assert lines[-1] == "icon: valid: 0 error(s), 1 warning(s)"
+    strict = validate("icon", "--strict", "-o", "json")
+    assert json.loads(strict.stdout)["error"]["message"].startswith("warnings:\n")
+
+
 def test_user_error_exits_1(here: Path) -> None:
     result = validate("nowhere")
     assert result.returncode == 1
