@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.actions._project import project_section
-from olmtool.bundle import BuiltBundle, build_bundle, bundle_image, write_bundle
+from olmtool.bundle import BuiltBundle, build_bundle, bundle_image, origin_of, write_bundle
 from olmtool.errors import display_path
 from olmtool.fsutil import TreeDiff
 from olmtool.images import ImageTarget, SavedImage, save_image
@@ -40,6 +40,8 @@ class BundleBuildResult:
             "added": self.difference.added,
             "modified": self.difference.modified,
             "removed": self.difference.removed,
+            # build refusals validate.ignore accepted (an example its CRD rejects, ...)
+            "waived": [w.as_dict(origin=origin_of(w.finding.check)) for w in self.bundle.waived],
         }
         if self.image:
             data.update(self.image.as_dict())
@@ -55,10 +57,11 @@ def bundle_build(
 ) -> BundleBuildResult:
     """Render the bundle the project's ``bundle:`` section describes and write it
     atomically (or, with ``check``, only compare); with ``image``, also save the bundle
-    image (default layout ``build/oci/<package>-<version>``)."""
+    image (default layout ``build/oci/<package>-<version>``). What would stop the build
+    under a check id that ``validate.ignore`` waives is built and listed as waived."""
     project, settings = project_section(config, "bundle")
     crd_dir = project.settings.crd.output if project.settings.crd else None
-    bundle = build_bundle(settings, project.root, crd_dir=crd_dir)
+    bundle = build_bundle(settings, project.root, crd_dir=crd_dir, waivers=project.waivers)
     result = BundleBuildResult(bundle, write_bundle(bundle, check=check), check)
     if image:
         result.image = save_image(

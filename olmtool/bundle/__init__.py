@@ -21,7 +21,7 @@ lazy_package(
             "write_bundle",
         ),
         "olmtool.bundle.suites": ("OPTIONAL_SUITES", "TARGET_SUITES"),
-        "olmtool.bundle.checks.table": ("CHECKS", "CheckInfo"),
+        "olmtool.bundle.checks.table": ("CHECKS", "CheckInfo", "origin_of"),
         "olmtool.bundle.csv": (
             "generate_csv",
             "merge_into_base",
@@ -67,6 +67,7 @@ __all__ = [
     "merge_into_base",
     "names_registry",
     "open_bundle",
+    "origin_of",
     "resolve_source",
     "select_suites",
     "unpacked_image",

@@ -54,6 +54,7 @@ def build(
 def _print_build(result: BundleBuildResult) -> None:
     bundle, difference = result.bundle, result.difference
     where = out.escape(display_path(bundle.directory))
+    out.print_waived(bundle.waived)
     if result.check:
         out.print_diffs(difference.diffs)
         out.stdout.print(f"bundle {where}: {'stale' if difference.stale else 'up to date'}")
