@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from olmtool import actions
-from olmtool.catalog.choices import CATALOG_SUITES
+from olmtool.catalog import CATALOG_SUITES
 from olmtool.cli import output as out
 from olmtool.cli.catalog import app
 from olmtool.errors import display_path
