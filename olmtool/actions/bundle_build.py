@@ -40,6 +40,8 @@ class BundleBuildResult:
             "added": self.difference.added,
             "modified": self.difference.modified,
             "removed": self.difference.removed,
+            "replaced": self.bundle.replaced,
+            "kept": self.bundle.kept,
             # build refusals validate.ignore accepted (an example its CRD rejects, ...)
             "waived": [w.as_dict(origin=origin_of(w.finding.check)) for w in self.bundle.waived],
         }
@@ -61,7 +63,9 @@ def bundle_build(
     under a check id that ``validate.ignore`` waives is built and listed as waived."""
     project, settings = project_section(config, "bundle")
     crd_dir = project.settings.crd.output if project.settings.crd else None
-    bundle = build_bundle(settings, project.root, crd_dir=crd_dir, waivers=project.waivers)
+    bundle = build_bundle(
+        settings, project.root, crd_dir=crd_dir, config=project.file, waivers=project.waivers
+    )
     result = BundleBuildResult(bundle, write_bundle(bundle, check=check), check)
     if image:
         result.image = save_image(

@@ -17,10 +17,13 @@ from ruamel.yaml.comments import CommentedMap
 from olmtool import kyaml, yamlio
 from olmtool.bundle import format as fmt
 from olmtool.bundle.csv import generate_csv, merge_into_base
+from olmtool.bundle.dependencies import metadata_files
 from olmtool.bundle.examples import example_problems
+from olmtool.bundle.metadata import carry_over
 from olmtool.bundle.model import Finding
 from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.bundle.settings import BundleSettings
+from olmtool.bundle.webhooks import apply_webhooks
 from olmtool.errors import InputError, display_path
 from olmtool.fsutil import TreeDiff, diff_tree, remove_stale, write_tree
 from olmtool.waivers import WaivedFinding, Waiver, apply_waivers
@@ -68,6 +71,10 @@ class BuiltBundle:
     directory: Path
     files: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
+    # hand-added metadata files of the previous bundle directory carried over, and
+    # hand-written ones a generated file replaces (olmtool.bundle.metadata)
+    kept: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
     waived: list[WaivedFinding] = field(default_factory=list)  # refusals a waiver accepted
 
 
@@ -92,11 +99,13 @@ def build_bundle(
     root: Path,
     *,
     crd_dir: str | None = None,
+    config: Path | None = None,
     waivers: Sequence[Waiver] = (),
 ) -> BuiltBundle:
-    """Render the bundle described by ``settings`` (paths relative to ``root``); what
-    ``waivers`` accept (``bundle/example-invalid``, ``objects/monitoring``) does not
-    stop it and is listed in ``waived``."""
+    """Render the bundle described by ``settings`` (paths relative to ``root``; errors
+    about the settings name ``config``, default ``root/olmtool.yaml``); what ``waivers``
+    accept (``bundle/example-invalid``, ``objects/monitoring``) does not stop it and is
+    listed in ``waived``."""
     refusals = _Refusals(waivers)
     crds = _read_crds(root / (settings.crds or crd_dir or "config/crd"))
     extras = list(_read_extra_manifests(settings, root, refusals))
@@ -114,6 +123,7 @@ def build_bundle(
             "spec.displayName is required: set bundle.csv.displayName (or in the base CSV)",
             path=root / (settings.base or "olmtool.yaml"),
         )
+    apply_webhooks(settings, [c.document for c in crds], csv, config or root / "olmtool.yaml")
     header = CSV_HEADER.format(base=f" and {settings.base}" if settings.base else "")
 
     labels = fmt.annotation_values(
@@ -139,7 +149,17 @@ def build_bundle(
     manifests[fmt.DOCKERFILE] = fmt.dockerfile(labels, settings.scorecard)
     if settings.scorecard:
         manifests[fmt.SCORECARD_CONFIG] = yamlio.dump(scorecard_config(), sort_keys=False)
+    manifests.update(metadata_files(settings.dependencies, settings.properties))
+    _carry_over(bundle)
     return bundle
+
+
+def _carry_over(bundle: BuiltBundle) -> None:
+    """Hand-added metadata files stay; hand-written ones olmtool now generates are named."""
+    carried = carry_over(bundle.directory, bundle.files)
+    bundle.files.update(carried.kept)
+    bundle.kept = sorted(carried.kept)
+    bundle.replaced = carried.replaced
 
 
 def write_bundle(bundle: BuiltBundle, *, check: bool = False) -> TreeDiff:

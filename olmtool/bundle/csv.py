@@ -16,8 +16,10 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from olmtool import yamlio
+from olmtool.bundle.comments import anchor_comments, restore_trailing
 from olmtool.bundle.format import CSV_API_VERSION, CSV_KIND
 from olmtool.bundle.settings import INSTALL_MODE_TYPES, BundleSettings, Deployment, OwnedApi
+from olmtool.bundle.webhooks import webhook_definitions
 from olmtool.crd import version_sort_key
 
 WATCH_NAMESPACE_ENV = {
@@ -33,6 +35,7 @@ KEYED_LISTS: dict[tuple[str, ...], Callable[[Any], Any]] = {
     ("spec", "install", "spec", "permissions"): lambda e: e.get("serviceAccountName"),
     ("spec", "install", "spec", "clusterPermissions"): lambda e: e.get("serviceAccountName"),
     ("spec", "relatedImages"): lambda e: e.get("name"),
+    ("spec", "webhookdefinitions"): lambda e: (e.get("type"), e.get("generateName")),
 }
 
 
@@ -66,6 +69,7 @@ def generate_csv(
         "replaces": csv.replaces,
         "skips": csv.skips,
         "icon": [icon] if icon else None,
+        "webhookdefinitions": webhook_definitions(settings),
     }
     spec.update({key: value for key, value in optional.items() if value})
     metadata: dict[str, Any] = {"name": settings.csv_name, "annotations": annotations}
@@ -199,7 +203,9 @@ def _words(kind: str) -> str:
 def merge_into_base(base: CommentedMap | None, generated: dict[str, Any]) -> CommentedMap:
     """``base`` with every generated field replaced (a new empty map when there is no base)."""
     document = base if base is not None else CommentedMap()
+    trailing = anchor_comments(document)  # comments move with their entries
     _merge_mapping(document, generated, ())
+    restore_trailing(document, trailing)
     return document
 
 

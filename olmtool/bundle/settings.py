@@ -10,10 +10,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import semver
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
+from olmtool.bundle.dependencies import BundleProperty, Dependency, check_unique
 from olmtool.bundle.format import INSTALL_MODE_TYPES, Capability, InstallModeType
+from olmtool.bundle.webhooks import Webhook, check_webhooks
 
 Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
 KubeObject = dict[str, Any]
@@ -129,6 +138,23 @@ class BundleSettings(_Section):
     deployment: Deployment
     permissions: list[KubeObject] = []
     cluster_permissions: list[KubeObject] = []
+    # metadata/dependencies.yaml, metadata/properties.yaml and spec.webhookdefinitions
+    # (olmtool.bundle.dependencies, olmtool.bundle.webhooks)
+    dependencies: list[Dependency] = []
+    properties: list[BundleProperty] = []
+    webhooks: list[Webhook] = []
+
+    @field_validator("dependencies", "properties")
+    @classmethod
+    def _unique_entries(cls, value: list[Any], info: ValidationInfo) -> list[Any]:
+        check_unique(value, "dependency" if info.field_name == "dependencies" else "property")
+        return value
+
+    @field_validator("webhooks")
+    @classmethod
+    def _webhooks_fit(cls, value: list[Webhook], info: ValidationInfo) -> list[Webhook]:
+        check_webhooks(value, info.data.get("deployment"), info.data.get("csv"))
+        return value
 
     @field_validator("version")
     @classmethod

@@ -61,12 +61,28 @@ def _print_build(result: BundleBuildResult) -> None:
         if difference.stale:
             out.stdout.print("run [bold]olmtool bundle build[/] to update it")
     else:
-        for name in difference.changed:
-            out.stdout.print(f"[green]wrote[/] {out.escape(name)}")
+        _print_written(result)
         out.stdout.print(
             f"bundle {where}: {len(bundle.files)} files, {len(difference.changed)} changed"
         )
     out.print_saved_image(result.image)
+
+
+def _print_written(result: BundleBuildResult) -> None:
+    """One line per file the build changed: wrote, replaced (a hand-written file now
+    generated), removed (olmtool's file no longer written); and the hand-added ones kept."""
+    bundle, difference = result.bundle, result.difference
+    for name in [*difference.added, *difference.modified]:
+        if name in bundle.replaced:
+            out.stdout.print(
+                f"[yellow]replaced[/] {out.escape(name)} (hand-written; now generated)"
+            )
+        else:
+            out.stdout.print(f"[green]wrote[/] {out.escape(name)}")
+    for name in difference.removed:
+        out.stdout.print(f"[red]removed[/] {out.escape(name)}")
+    for name in bundle.kept:
+        out.stdout.print(f"kept {out.escape(name)} (hand-added, not written by olmtool)")
 
 
 @app.command()
