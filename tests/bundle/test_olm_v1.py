@@ -206,3 +206,17 @@ def test_the_command_fails_and_a_waiver_accepts_it(
     assert "waived [olm-v1/install-modes]" in accepted.stdout
     assert "(we target OLM v0; --ignore)" in accepted.stdout
     assert bundle_validate(bundle_dir, select=["olm-v1"]).errors  # the action, no waiver
+
+
+def test_a_bundle_built_with_dependencies_and_webhooks_is_refused() -> None:
+    """The golden gadget-operator bundle: bundle.dependencies and bundle.webhooks, as
+    ``bundle build`` writes them, are what OLM v1 refuses."""
+    golden = Path(__file__).parent / "golden" / "gadget-operator" / "0.4.0"
+    report = bundle_validate(golden, select=["olm-v1"])
+    found = [(f.check, Path(f.file or "").name, f.line) for f in report.findings]
+    assert found == [
+        ("olm-v1/webhooks", "gadget-operator.clusterserviceversion.yaml", 113),
+        ("olm-v1/dependencies", "dependencies.yaml", 3),
+        ("olm-v1/dependencies", "dependencies.yaml", 7),
+        ("olm-v1/dependencies", "dependencies.yaml", 12),
+    ]
