@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from olmtool import kyaml
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
-from olmtool.errors import InputError, ProjectNotFound, display_path
+from olmtool.errors import InputError, ProjectNotFound, display_path, setting_problem
 from olmtool.images import ImageSettings
 from olmtool.waivers import ValidateSettings, Waiver
 
@@ -102,7 +102,13 @@ def load_project(config: Path | None = None) -> Project:
     path = config or find_config()
     if path is None:
         raise ProjectNotFound(f"no {CONFIG_NAME} in this directory or its parents")
-    source = kyaml.read(path, single=True)  # as Kubernetes reads YAML; lines only on error
+    return parse_project(kyaml.read_text(path), path)
+
+
+def parse_project(text: str, path: Path) -> Project:
+    """The project file's ``text`` validated as if read from ``path`` (which ``bundle
+    release`` checks before it writes)."""
+    source = kyaml.parse(text, path=path, single=True)  # as Kubernetes reads YAML
     data = source.documents[0] if source.documents else None
     if data is None:
         data = {}
@@ -111,21 +117,6 @@ def load_project(config: Path | None = None) -> Project:
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = field_path(first["loc"])
-        message = {"extra_forbidden": "unknown key", "missing": "required key is missing"}.get(
-            first["type"], first["msg"].removeprefix("Value error, ")
-        )
+        loc, message = setting_problem(exc.errors()[0])
         raise InputError(f"{loc}: {message}", path=path, line=source.line_at(0, loc)) from None
     return Project(settings=settings, root=path.parent, file=path, source=source)
-
-
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """A pydantic error location as ``a.b[0].c``, the notation :func:`kyaml.line_at` reads."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif not part.startswith("function-"):  # validator wrappers are not keys
-            path += f".{part}" if path else part
-    return path

@@ -19,7 +19,9 @@ and keeps its traceback. Library messages say what is wrong; only the CLI names 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 class OlmtoolError(Exception):
@@ -94,6 +96,44 @@ class SchemaError(InputError):
         super().__init__(f"{where}: {message}" if where else message, path=path, line=line)
         self.model = model
         self.field = field
+
+
+class SettingError(ValueError):
+    """Raised by a validator of ``olmtool.yaml``'s models about one of the model's keys.
+
+    A model-level rule (``defaultChannel`` must be one of ``channels``) would otherwise be
+    reported at the model's own line; ``field`` is the key's path relative to the model
+    (``defaultChannel``, ``releases[2].image``), so the error names the key's line. A
+    ``ValueError`` because pydantic turns only those into validation errors."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+# pydantic's error types that read better in olmtool.yaml's words
+_SETTING_MESSAGES = {"extra_forbidden": "unknown key", "missing": "required key is missing"}
+
+
+def setting_problem(error: Mapping[str, Any]) -> tuple[str, str]:
+    """A pydantic error (one entry of ``ValidationError.errors()``) as the key's path
+    (``a.b[0].c``, the notation :func:`olmtool.kyaml.YamlFile.line_at` reads) and a
+    message; a :class:`SettingError`'s own field is appended to where it was raised."""
+    path = ""
+    cause = (error.get("ctx") or {}).get("error")
+    extra = (cause.field,) if isinstance(cause, SettingError) else ()
+    for part in (*error["loc"], *extra):
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.startswith("["):
+            path += part
+        elif not part.startswith("function-"):  # validator wrappers are not keys
+            path += f".{part}" if path else part
+    if isinstance(cause, SettingError):
+        return path, cause.message
+    message = _SETTING_MESSAGES.get(error["type"], error["msg"].removeprefix("Value error, "))
+    return path, message
 
 
 def display_path(path: str | Path) -> str:

@@ -22,7 +22,16 @@ lazy_package(
     {
         "olmtool.actions.bundle_build": (
             "BundleBuildResult",
+            "ReleaseBuild",
             "bundle_build",
+        ),
+        "olmtool.actions.bundle_image": (
+            "BundleImageResult",
+            "bundle_dir_image",
+        ),
+        "olmtool.actions.bundle_release": (
+            "BundleReleaseResult",
+            "bundle_release",
         ),
         "olmtool.actions.bundle_validate": ("bundle_checks", "bundle_validate"),
         "olmtool.actions.catalog_add": ("catalog_add",),
@@ -69,6 +78,8 @@ lazy_package(
 
 __all__ = [
     "BundleBuildResult",
+    "BundleImageResult",
+    "BundleReleaseResult",
     "CatalogGraph",
     "CatalogPublishResult",
     "ClusterStatus",
@@ -77,8 +88,11 @@ __all__ = [
     "ImageBuildResult",
     "ImageLockResult",
     "ImageTarget",
+    "ReleaseBuild",
     "bundle_build",
     "bundle_checks",
+    "bundle_dir_image",
+    "bundle_release",
     "bundle_validate",
     "catalog_add",
     "catalog_checks",

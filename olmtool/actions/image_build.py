@@ -139,7 +139,8 @@ def _tags(
 
 
 def _default_tag(project: Project, settings: ImageSettings) -> str:
-    version = project.settings.bundle.version if project.settings.bundle else None
+    bundle = project.settings.bundle
+    version = bundle.resolved_releases()[-1].version if bundle else None  # the newest
     if "{version}" in settings.tag and version is None:
         raise InputError(
             "image.tag uses {version}, which needs a bundle section (or pass --tag)",
@@ -210,7 +211,7 @@ def _labels(
         f"{_LABEL}.created": created,
     }
     if bundle is not None:
-        labels[f"{_LABEL}.version"] = bundle.version
+        labels[f"{_LABEL}.version"] = bundle.resolved_releases()[-1].version
         if bundle.csv.repository:
             labels[f"{_LABEL}.source"] = bundle.csv.repository
     if revision:

@@ -6,7 +6,9 @@
 CRDs, extra manifests, annotations, bundle.Dockerfile, scorecard config);
 :func:`write_bundle` swaps it into place atomically or reports drift. :func:`load_bundle`
 reads any bundle directory without failing on its defects, and :func:`validate_bundle`
-runs the upstream validators' checks (plus the ones upstream misses) over it.
+runs the upstream validators' checks (plus the ones upstream misses) over it. Several
+releases of a package (``bundle.releases``) resolve to one ``BundleSettings`` each
+(:class:`ResolvedRelease`); :func:`check_rebuild` says whether one may be rewritten.
 """
 
 from olmtool._lazy import lazy_package
@@ -26,11 +28,14 @@ lazy_package(
             "generate_csv",
             "merge_into_base",
         ),
-        "olmtool.bundle.image": ("bundle_image",),
+        "olmtool.bundle.image": ("bundle_image", "directory_image"),
         "olmtool.bundle.model": (
             "Bundle",
             "load_bundle",
         ),
+        "olmtool.bundle.rebuild": ("RebuildCheck", "check_rebuild"),
+        "olmtool.bundle.releasefile": ("ReleaseEdit", "add_release"),
+        "olmtool.bundle.releases": ("ResolvedRelease",),
         "olmtool.bundle.settings": ("BundleSettings",),
         "olmtool.bundle.source": (
             "Source",
@@ -56,11 +61,17 @@ __all__ = [
     "Bundle",
     "BundleSettings",
     "CheckInfo",
+    "RebuildCheck",
+    "ReleaseEdit",
     "Report",
+    "ResolvedRelease",
     "Source",
     "SourceKind",
+    "add_release",
     "build_bundle",
     "bundle_image",
+    "check_rebuild",
+    "directory_image",
     "generate_csv",
     "load_bundle",
     "manifest_file_name",

@@ -1,8 +1,11 @@
-"""The ``bundle:`` section of ``olmtool.yaml``: everything OLM needs to know about a release.
+"""The ``bundle:`` section of ``olmtool.yaml``: everything OLM needs to know about a
+package and its releases.
 
 Keys are camelCase, like the ClusterServiceVersion fields they fill. Kubernetes objects
 (env vars, probes, resources, policy rules, descriptors) are written exactly as in
 Kubernetes and copied into the CSV unchanged. Paths are relative to ``olmtool.yaml``.
+One release has its ``version`` here; several are listed under ``releases`` (what a
+release may change, and how, is :mod:`olmtool.bundle.releases`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -22,7 +26,9 @@ from pydantic.alias_generators import to_camel
 
 from olmtool.bundle.dependencies import BundleProperty, Dependency, check_unique
 from olmtool.bundle.format import INSTALL_MODE_TYPES, Capability, InstallModeType
+from olmtool.bundle.releases import ResolvedRelease, release_model, resolve_releases
 from olmtool.bundle.webhooks import Webhook, check_webhooks
+from olmtool.errors import SettingError
 
 Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
 KubeObject = dict[str, Any]
@@ -122,11 +128,12 @@ class Csv(_Section):
 
 
 class BundleSettings(_Section):
-    """One package's bundle: where its inputs are and what its CSV says."""
+    """One package's bundle: where its inputs are and what its CSV says, for one release
+    (``version``) or for each of ``releases``."""
 
     package: str = Field(min_length=1)
-    version: str
-    channels: list[str] = Field(min_length=1)
+    version: str | None = None  # one release; several: ``releases`` instead
+    channels: list[str] = Field([], min_length=1)  # required unless every release has its own
     default_channel: str | None = None
     output: str = "bundle"
     crds: str | None = None
@@ -143,6 +150,9 @@ class BundleSettings(_Section):
     dependencies: list[Dependency] = []
     properties: list[BundleProperty] = []
     webhooks: list[Webhook] = []
+    # Keep ``releases`` last: a release may change every key above (see releases.py).
+    releases: list[Release] = []
+    _resolved: list[ResolvedRelease] = PrivateAttr(default_factory=list)
 
     @field_validator("dependencies", "properties")
     @classmethod
@@ -158,17 +168,40 @@ class BundleSettings(_Section):
 
     @field_validator("version")
     @classmethod
-    def _semver(cls, value: str) -> str:
-        if not semver.Version.is_valid(value):
-            raise ValueError(f"{value!r} is not a semantic version (like 1.2.3)")
-        return value
+    def _semver(cls, value: str | None) -> str | None:
+        return semantic_version(value) if value is not None else None
 
     @model_validator(mode="after")
     def _default_channel_listed(self) -> BundleSettings:
-        if self.default_channel is not None and self.default_channel not in self.channels:
-            raise ValueError(f"defaultChannel {self.default_channel!r} is not one of channels")
+        default, channels = self.default_channel, self.channels
+        if default is not None and channels and default not in channels:
+            raise SettingError(
+                "defaultChannel", f"{default!r} is not one of channels ({', '.join(channels)})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _releases_resolve(self) -> BundleSettings:
+        self._resolved = resolve_releases(self)
         return self
 
     @property
     def csv_name(self) -> str:
         return f"{self.package}.v{self.version}"
+
+    def resolved_releases(self) -> list[ResolvedRelease]:
+        """Every release as settings of its own (``version`` set, images expanded),
+        oldest first; the one-release form gives one."""
+        return list(self._resolved)
+
+
+def semantic_version(value: str) -> str:
+    if not semver.Version.is_valid(value):
+        raise ValueError(f"{value!r} is not a semantic version (like 1.2.3)")
+    return value
+
+
+# A release's keys are the bundle keys it may change (made from BundleSettings' own, so a
+# key added above is a release key too), plus ``version``, ``frozen`` and the shorthands.
+Release = release_model(BundleSettings, _Section, semantic_version)
+BundleSettings.model_rebuild()

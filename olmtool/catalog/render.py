@@ -32,6 +32,7 @@ from olmtool.catalog.choices import BundlePayload
 from olmtool.catalog.load import load_catalog_strict, load_texts, read_catalog_text, walk_catalog
 from olmtool.catalog.opm_bundle import dig
 from olmtool.errors import InputError, display_path
+from olmtool.images import expand_image
 
 CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
 SKIP_RANGE_ANNOTATION = "olm.skipRange"
@@ -126,7 +127,7 @@ def render_opened(
         rendered = render_bundle(files, image=image, payload=payload)
         if image_pattern:  # the pattern needs the version, known only once rendered
             bundle = rendered.bundle
-            image = image_pattern.format(package=bundle.package, version=bundle.version)
+            image = expand_image(image_pattern, package=bundle.package, version=bundle.version)
             rendered = render_bundle(files, image=image, payload=payload)
     return rendered
 

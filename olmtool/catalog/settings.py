@@ -25,6 +25,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from olmtool.errors import InputError
+from olmtool.images import expand_image
+
 DEFAULT_BASE_IMAGE = "quay.io/operator-framework/opm:latest"
 
 
@@ -62,14 +65,13 @@ class PackageSource(_Section):
 
     @field_validator("image")
     @classmethod
-    def _pattern(cls, image: str | None) -> str | None:
-        try:
-            (image or "").format(package="package", version="0.0.0")
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
-                f"{image!r}: only {{package}} and {{version}} expand ({exc})"
-            ) from None
-        return image
+    def _placeholders(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                expand_image(value, package="package", version="0.0.0")
+            except InputError as exc:
+                raise ValueError(exc.message) from None
+        return value
 
     @model_validator(mode="after")
     def _some_source(self) -> PackageSource:

@@ -198,6 +198,7 @@ def exit_if(failed: bool, *, crashed: bool = False) -> None:
 
 # Library errors name the keyword argument; these are the flags behind them.
 FLAGS = {
+    "all_releases": "--all",
     "allow_empty_image": "--allow-empty-image",
     "base": "--base",
     "approval": "--approval",
@@ -207,13 +208,17 @@ FLAGS = {
     "channels": "--channel",
     "image": "--image",
     "k8s_version": "--k8s-version",
+    "layout": "--layout",
     "minimum_version": "--minimum-version",
     "name": "--name",
+    "next_version": "NEXT",
     "node": "--no-node",
     "probe": "--probe",
     "probe_path": "--probe-path",
     "registry": "--registry",
     "registry_port": "--registry-port",
+    "replaces": "--replaces",
+    "skip_range": "--skip-range",
     "start": "--from/--all",
     "tags": "--tag",
     "version": "--version",

@@ -48,6 +48,7 @@ lazy_package(
         ),
         "olmtool.images.reference": (
             "Reference",
+            "expand_image",
             "is_loopback",
             "parse_reference",
         ),
@@ -81,6 +82,7 @@ __all__ = [
     "bundle_tags",
     "digest_of",
     "docker_credentials",
+    "expand_image",
     "find_registry_binary",
     "is_loopback",
     "layer_tar",

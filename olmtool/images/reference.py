@@ -93,6 +93,33 @@ def parse_reference(text: str) -> Reference:
     return Reference(registry, repository, tag, digest)
 
 
+IMAGE_PLACEHOLDERS = ("package", "version")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+
+def expand_image(pattern: str, *, package: str, version: str) -> str:
+    """``pattern`` with ``{package}`` and ``{version}`` filled in: the one rule for every
+    image olmtool.yaml or a flag names (``deployment.image``, ``relatedImages``,
+    ``containerImage``, a release's ``image``, ``bundle build --image``, ``bundle image
+    --image``, a catalog package's ``image``), so one line serves every release.
+
+    >>> expand_image("quay.io/x/foo:v{version}", package="foo", version="0.3.0")
+    'quay.io/x/foo:v0.3.0'
+
+    Any other ``{...}`` is an :class:`InputError` (a typo would otherwise be pushed).
+    """
+    values = {"package": package, "version": version}
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            known = ", ".join(f"{{{p}}}" for p in IMAGE_PLACEHOLDERS)
+            raise InputError(f"{pattern!r}: unknown placeholder {{{name}}} (known: {known})")
+        return values[name]
+
+    return _PLACEHOLDER.sub(fill, pattern)
+
+
 def is_loopback(registry: str) -> bool:
     """Whether ``registry`` (``host[:port]``) is this machine: localhost, 127/8 or ::1."""
     host = registry

@@ -9,7 +9,7 @@ from pathlib import Path
 from olmtool.errors import display_path
 from olmtool.images.distribution import push
 from olmtool.images.image import Image, write_oci_layout
-from olmtool.images.reference import parse_reference
+from olmtool.images.reference import expand_image, parse_reference
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,15 @@ class ImageTarget:
     reference: str
     layout: Path | None = None
     push: bool = False
+
+    def expanded(self, *, package: str, version: str) -> ImageTarget:
+        """This target with ``{package}`` and ``{version}`` filled in (reference and
+        layout), by :func:`~olmtool.images.reference.expand_image`'s rule."""
+        layout = self.layout
+        if layout is not None:
+            layout = Path(expand_image(str(layout), package=package, version=version))
+        reference = expand_image(self.reference, package=package, version=version)
+        return ImageTarget(reference, layout, self.push)
 
 
 @dataclass(frozen=True)

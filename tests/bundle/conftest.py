@@ -15,3 +15,14 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(PROJECT, root)
     return root
+
+
+RELEASES = Path(__file__).parent / "project-releases"
+
+
+@pytest.fixture
+def releases_project(tmp_path: Path) -> Path:
+    """A copy of tests/bundle/project-releases: gizmo-operator's four releases."""
+    root = tmp_path / "releases"
+    shutil.copytree(RELEASES, root)
+    return root
