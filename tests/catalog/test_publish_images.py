@@ -11,7 +11,7 @@ import pytest
 
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.cli.output import error_line
-from olmtool.errors import ArgumentError, InputError
+from olmtool.errors import ArgumentError
 from olmtool.fsutil import read_tree
 from tests.catalog.test_cli_validate import cli
 from tests.catalog.test_publish import _project, _publish
@@ -78,15 +78,6 @@ def test_the_command_names_the_bundle_and_the_flag(tmp_path: Path) -> None:
     assert "--allow-empty-image is needed to publish bundle etcd-operator.v0.1.0" in refused.stderr
     allowed = olmtool("catalog", "publish", "--allow-empty-image", cwd=project)
     assert allowed.returncode == 0, allowed.stderr
-
-
-@pytest.mark.parametrize("pattern", ["x/{name}:{version}", "x/{version:", "x/{0}"])
-def test_an_image_pattern_expands_only_package_and_version(tmp_path: Path, pattern: str) -> None:
-    project = _template_project(tmp_path, pattern)
-    with pytest.raises(InputError) as refused:
-        _publish(project)
-    assert str(refused.value).startswith(f"{project / 'olmtool.yaml'}:5: catalog.packages[0].image")
-    assert "only {package} and {version} expand" in str(refused.value)
 
 
 def test_project_waivers_accept_findings_that_would_stop_publishing(
