@@ -101,7 +101,9 @@ def load_project(config: Path | None = None) -> Project:
     """Load the project file, from ``config`` or found by :func:`find_config`."""
     path = config or find_config()
     if path is None:
-        raise ProjectNotFound(f"no {CONFIG_NAME} in this directory or its parents")
+        raise ProjectNotFound(
+            f"no {CONFIG_NAME} in this directory or its parents (olmtool init writes one)"
+        )
     return parse_project(kyaml.read_text(path), path)
 
 

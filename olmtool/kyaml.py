@@ -530,6 +530,24 @@ class YamlFile:
         """Line of the deepest node of ``a.b[0].c[key]`` found in document ``index``."""
         return line_at(self.node(index), dotted_path)
 
+    def text_line(self, index: int, dotted_path: str, line: int) -> int | None:
+        """The file line of line ``line`` (0-based) of the string at ``dotted_path``: exact
+        for a literal block scalar (``|``, lines kept as written) and a scalar written on
+        one line; None otherwise (folding moves lines) or when the path is not there."""
+        node: Node | None = self.node(index)
+        for match in _PATH_TOKEN.finditer(dotted_path):
+            found = _child(node, match.group(1) if match.group(1) is not None else match.group(2))
+            if found is None:
+                return None
+            node = found[1]
+        if not isinstance(node, ScalarNode):
+            return None
+        if node.style == "|":
+            return node.start_mark.line + 2 + line  # the text starts below the indicator
+        if node.start_mark.line == node.end_mark.line:
+            return node.start_mark.line + 1
+        return None
+
 
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[([^\]]*)\]")
 

@@ -70,6 +70,10 @@ lazy_package(
             "ImageLockResult",
             "image_lock",
         ),
+        "olmtool.actions.project_init": (
+            "ProjectInitResult",
+            "project_init",
+        ),
         "olmtool.images": ("ImageTarget",),
         "olmtool.cluster.local": ("ClusterStatus",),  # what cluster_status returns
     },
@@ -88,6 +92,7 @@ __all__ = [
     "ImageBuildResult",
     "ImageLockResult",
     "ImageTarget",
+    "ProjectInitResult",
     "ReleaseBuild",
     "bundle_build",
     "bundle_checks",
@@ -111,4 +116,5 @@ __all__ = [
     "crd_validate",
     "image_build",
     "image_lock",
+    "project_init",
 ]

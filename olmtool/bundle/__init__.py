@@ -23,6 +23,7 @@ lazy_package(
             "write_bundle",
         ),
         "olmtool.bundle.suites": ("OPTIONAL_SUITES", "TARGET_SUITES"),
+        "olmtool.bundle.format": ("INSTALL_MODE_TYPES",),
         "olmtool.bundle.checks.table": ("CHECKS", "CheckInfo", "origin_of"),
         "olmtool.bundle.csv": (
             "generate_csv",
@@ -55,6 +56,7 @@ lazy_package(
 
 __all__ = [
     "CHECKS",
+    "INSTALL_MODE_TYPES",
     "OPTIONAL_SUITES",
     "TARGET_SUITES",
     "BuiltBundle",

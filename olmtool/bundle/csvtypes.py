@@ -9,6 +9,10 @@ field not listed is not checked here. Object metadata is ``content/metadata``'s.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from typing import Any
+
 from olmtool.godecode import (
     ANY,
     BOOL,
@@ -319,5 +323,24 @@ CLUSTER_SERVICE_VERSION = struct(
 
 
 def decode_csv(csv: dict) -> list[TypeProblem]:
-    """What upstream's loader could not decode in this CSV."""
-    return decode(csv, CLUSTER_SERVICE_VERSION).problems
+    """What upstream's loader could not decode in this CSV (decoded once per document
+    for every check that asks; the list is shared: do not change it)."""
+    return _decoded(_Identity(csv))
+
+
+@dataclass(frozen=True, eq=False)
+class _Identity:
+    """A document compared by identity (plain data is not hashable)."""
+
+    document: Any
+
+    def __hash__(self) -> int:
+        return id(self.document)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.document is self.document
+
+
+@functools.lru_cache(maxsize=4)  # holds the documents, so their ids are not reused
+def _decoded(key: _Identity) -> list[TypeProblem]:
+    return decode(key.document, CLUSTER_SERVICE_VERSION).problems

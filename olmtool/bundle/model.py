@@ -82,10 +82,23 @@ class Object:
             node = node[key]
         return node
 
+    def text_line(self, path: str, line: int) -> int | None:
+        """The file line of line ``line`` (0-based) of the string at ``path`` (an embedded
+        text such as alm-examples), where the YAML keeps lines as written."""
+        return self.source.text_line(self.index, path, line) if self.source else None
+
     def finding(
-        self, check: str, severity: Severity, message: str, path: str | None = None
+        self,
+        check: str,
+        severity: Severity,
+        message: str,
+        path: str | None = None,
+        *,
+        line: int | None = None,
     ) -> Finding:
-        line = self.line_at(path) if path else None
+        """A finding at ``line``, else at the line of ``path``, else at the object's start."""
+        if line is None and path:
+            line = self.line_at(path)
         if line is None:
             line = self.start_line
         return Finding(check, severity, message, self.bundle.display(self.file), line, path)

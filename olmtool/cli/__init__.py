@@ -9,7 +9,7 @@ import traceback
 import typer
 
 from olmtool import __version__
-from olmtool.cli import bundle, catalog, cluster, crd, image, testing
+from olmtool.cli import bundle, catalog, cluster, crd, image, project_init, testing
 from olmtool.cli import install as install_cli
 from olmtool.cli.output import EXIT_INTERNAL_ERROR, error, error_line
 from olmtool.errors import OlmtoolError
@@ -33,6 +33,7 @@ app.add_typer(catalog.app, name="catalog")
 app.add_typer(cluster.app, name="cluster")
 app.add_typer(image.app, name="image")
 app.add_typer(testing.app, name="test")
+app.command("init")(project_init.init)
 app.command("install")(install_cli.install)
 app.command("uninstall")(install_cli.uninstall)
 

@@ -53,6 +53,7 @@ lazy_package(
             "PrinterColumn",
             "Scale",
             "Version",
+            "pluralize",
             "version_sort_key",
         ),
         "olmtool.crd.structural": (
@@ -70,7 +71,9 @@ lazy_package(
         ),
         "olmtool.crd.validation": (
             "ObjectReport",
+            "SchemaViolation",
             "openapi_to_jsonschema",
+            "validate_against",
             "validate_object",
         ),
     },
@@ -97,6 +100,7 @@ __all__ = [
     "Rule",
     "Scale",
     "Schema",
+    "SchemaViolation",
     "Version",
     "Violation",
     "check_crd",
@@ -108,8 +112,10 @@ __all__ = [
     "model_to_openapi",
     "object_markers",
     "openapi_to_jsonschema",
+    "pluralize",
     "render_crd",
     "sync_files",
+    "validate_against",
     "validate_object",
     "version_sort_key",
 ]

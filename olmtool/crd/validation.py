@@ -14,6 +14,8 @@ are not evaluated here.
 
 from __future__ import annotations
 
+import ast
+import base64
 import copy
 import datetime
 import functools
@@ -43,12 +45,33 @@ _REFUSED = frozenset(
 _TYPES = frozenset({"array", "boolean", "integer", "number", "object", "string"})
 
 
+@dataclass(frozen=True)
+class SchemaViolation:
+    """One value a schema rejects. ``path`` is the offending field in apiserver notation
+    (``spec.webhooks[0].sideEffects``; for a missing required field, that field itself);
+    ``at`` is the node jsonschema judged (the parent object for ``required``); ``keyword``
+    the failing schema keyword (``required``, ``type``, ``enum``, ...)."""
+
+    path: str
+    at: str
+    keyword: str
+    message: str  # jsonschema's wording, as validate_against reports it after ``at``
+    value: Any = None  # the offending value (for enum and type problems)
+    expected: Any = None  # the keyword's value: the enum's values, anyOf's branches, ...
+
+    @property
+    def text(self) -> str:
+        return f"{self.at}: {self.message}" if self.at else self.message
+
+
 @dataclass
 class ObjectReport:
-    """What the apiserver would say about an object: validation errors and pruned fields."""
+    """What the apiserver would say about an object: validation errors and pruned fields
+    (``violations``: the errors with their paths, in the same order)."""
 
     errors: list[str] = field(default_factory=list)
     pruned: list[str] = field(default_factory=list)
+    violations: list[SchemaViolation] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -105,9 +128,15 @@ def _convert(node: dict[str, Any]) -> dict[str, Any]:
 
 def prune(value: Any, schema: dict[str, Any], path: str = "") -> tuple[Any, list[str]]:
     """Drop what the apiserver would drop; returns the pruned copy and the dropped paths."""
+    pruned, dropped = _pruned(value, schema, path)
+    return copy.deepcopy(pruned), dropped
+
+
+def _pruned(value: Any, schema: dict[str, Any], path: str) -> tuple[Any, list[str]]:
+    """Like :func:`prune`, without copying what is kept whole: the result shares subtrees
+    with ``value`` (new mappings and lists only where something may be dropped)."""
     dropped: list[str] = []
-    pruned = _prune(copy.deepcopy(value), schema, path, dropped, root=True)
-    return pruned, dropped
+    return _prune(value, schema, path, dropped, root=True), dropped
 
 
 def _prune(
@@ -120,23 +149,25 @@ def _prune(
         implicit = (
             ("apiVersion", "kind", "metadata") if root or schema.get(EMBEDDED_RESOURCE) else ()
         )
-        for key in list(value):
-            child_path = f"{path}.{key}" if path else key
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
             if key in implicit:
-                continue  # apiVersion, kind and metadata are validated as ObjectMeta, not pruned
+                kept[key] = item  # apiVersion, kind and metadata: validated as ObjectMeta
+                continue
             child_schema = properties.get(key)
             if child_schema is None and isinstance(extra, dict):
                 child_schema = extra
             if child_schema is None:
-                if not keeps_unknown and extra is not True:
-                    dropped.append(child_path)
-                    del value[key]
+                if keeps_unknown or extra is True:
+                    kept[key] = item
+                else:
+                    dropped.append(join_path(path, [key]))
                 continue
-            if value[key] is None and not child_schema.get("nullable"):
-                del value[key]
+            if item is None and not child_schema.get("nullable"):
                 continue
-            value[key] = _prune(value[key], child_schema, child_path, dropped)
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+            kept[key] = _prune(item, child_schema, join_path(path, [key]), dropped)
+        return kept
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [
             _prune(item, schema["items"], f"{path}[{i}]", dropped) for i, item in enumerate(value)
         ]
@@ -144,20 +175,71 @@ def _prune(
 
 
 def validate_against(value: Any, schema: dict[str, Any], path: str = "") -> ObjectReport:
-    """Prune, then validate ``value`` against an OpenAPI v3.0 schema node."""
-    pruned, dropped = prune(value, schema, path)
-    validator = _OpenAPIValidator(openapi_to_jsonschema(schema), format_checker=_FORMATS)
-    messages = list(duplicate_list_entries(pruned, schema, path))
-    for error in validator.iter_errors(pruned):
-        where = (
-            ".".join(
-                [path, *(f"[{p}]" if isinstance(p, int) else str(p) for p in error.absolute_path)]
-            )
-            .strip(".")
-            .replace(".[", "[")
-        )
-        messages.append(f"{where}: {error.message}" if where else error.message)
-    return ObjectReport(errors=sorted(messages), pruned=dropped)
+    """Prune, then validate ``value`` against an OpenAPI v3.0 schema node. Every violation
+    is reported (jsonschema's ``iter_errors``), not just the first."""
+    pruned, dropped = _pruned(value, schema, path)
+    violations = [
+        SchemaViolation(where, where, "x-kubernetes-list-type", message)
+        for where, message in duplicate_list_entries(pruned, schema, path)
+    ]
+    violations += [_violation(error, path) for error in compiled(schema).iter_errors(pruned)]
+    violations.sort(key=lambda v: v.text)
+    return ObjectReport(errors=[v.text for v in violations], pruned=dropped, violations=violations)
+
+
+def compiled(schema: dict[str, Any]) -> Any:
+    """The jsonschema validator of an OpenAPI schema node, compiled once per process for as
+    long as the node is cached (the entry holds the node, so its id is not reused)."""
+    key = id(schema)
+    entry = _COMPILED.get(key)
+    if entry is None or entry[0] is not schema:
+        if len(_COMPILED) >= _COMPILED_MAX:
+            _COMPILED.pop(next(iter(_COMPILED)))  # the oldest entry
+        validator = _OpenAPIValidator(openapi_to_jsonschema(schema), format_checker=_FORMATS)
+        entry = _COMPILED[key] = (schema, validator)
+    return entry[1]
+
+
+_COMPILED: dict[int, tuple[dict[str, Any], Any]] = {}
+_COMPILED_MAX = 256
+
+
+def _violation(error: ValidationError, base: str) -> SchemaViolation:
+    at = join_path(base, error.absolute_path)
+    if error.validator == "required":
+        name = _required_name(error.message)
+        return SchemaViolation(join_path(at, [name]), at, "required", error.message)
+    return SchemaViolation(
+        at, at, str(error.validator), error.message, error.instance, error.validator_value
+    )
+
+
+def _required_name(message: str) -> str:
+    """The property of jsonschema's "'name' is a required property"."""
+    quoted = message.removesuffix(" is a required property")
+    try:
+        name = ast.literal_eval(quoted)
+    except (ValueError, SyntaxError):
+        return quoted
+    return name if isinstance(name, str) else quoted
+
+
+def join_path(base: str, steps: Any) -> str:
+    """``base`` extended by keys and indexes in apiserver notation (``a.b[0].c``); keys that
+    are not plain names (``app.kubernetes.io/name``) in brackets, as the YAML line lookup
+    reads them."""
+    out = base
+    for step in steps:
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif _PLAIN_KEY.match(str(step)):
+            out = f"{out}.{step}" if out else str(step)
+        else:
+            out += f"[{step}]"
+    return out
+
+
+_PLAIN_KEY = re.compile(r"^[^.\[\]]+$")
 
 
 def validate_object(crd: dict[str, Any], obj: Any) -> ObjectReport:
@@ -274,9 +356,22 @@ def _is_date_time(value: object) -> bool:
     return True
 
 
-def duplicate_list_entries(value: Any, schema: dict[str, Any], path: str) -> Iterator[str]:
+@_FORMATS.checks("byte", raises=ValueError)
+def _is_byte(value: object) -> bool:
+    """Base64 (standard alphabet, padded), as Go decodes ``[]byte`` and the apiserver's
+    strfmt checks ``format: byte``; Go skips carriage returns and newlines."""
+    if not isinstance(value, str):
+        return True
+    text = value.replace("\r", "").replace("\n", "")
+    base64.b64decode(text, validate=True)
+    return len(text) % 4 == 0
+
+
+def duplicate_list_entries(
+    value: Any, schema: dict[str, Any], path: str
+) -> Iterator[tuple[str, str]]:
     """Duplicate items of ``set`` lists and duplicate keys of ``map`` lists, which the
-    apiserver rejects (``Duplicate value``) after schema validation."""
+    apiserver rejects (``Duplicate value``) after schema validation: (path, message)."""
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
@@ -302,6 +397,6 @@ def duplicate_list_entries(value: Any, schema: dict[str, Any], path: str) -> Ite
             identity = None
         if identity is not None:
             if identity in seen:
-                yield f"{path}[{index}]: Duplicate value: {identity}"
+                yield f"{path}[{index}]", f"Duplicate value: {identity}"
             seen.add(identity)
         yield from duplicate_list_entries(item, items, f"{path}[{index}]")

@@ -8,6 +8,7 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
+        "olmtool.olm.crdfiles": ("olm_crds",),
         "olmtool.olm.resolver": (
             "CONSTRAINTS_NOT_SATISFIABLE",
             "ERROR_PREVENTED_RESOLUTION",
@@ -75,6 +76,7 @@ __all__ = [
     "fetch_manifests",
     "follow",
     "is_registry_address",
+    "olm_crds",
     "probe",
     "resolve_namespace",
     "subscribe",

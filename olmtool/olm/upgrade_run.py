@@ -279,12 +279,21 @@ def _situation(kube: Any, namespace: str, package: str) -> str:
     shown = [
         f"{p['metadata']['name']} {(p.get('status') or {}).get('phase')} "
         f"approved={p['spec'].get('approved')} {p['spec'].get('clusterServiceVersionNames')}"
+        + _plan_failure(p)
         for p in plans
     ]
     return (
         f"subscription state={status.get('state')} currentCSV={status.get('currentCSV')} "
         f"installedCSV={status.get('installedCSV')}; install plans: {'; '.join(shown)}"
     )
+
+
+def _plan_failure(plan: dict[str, Any]) -> str:
+    """`` (reason: message)`` of a failed InstallPlan's condition, else nothing."""
+    for condition in (plan.get("status") or {}).get("conditions") or []:
+        if condition.get("status") == "False" and condition.get("message"):
+            return f" ({condition.get('reason')}: {condition['message']})"
+    return ""
 
 
 def _create_examples(

@@ -52,11 +52,13 @@ def test_build_then_check_then_drift(project: Path) -> None:
 def test_validate_verdicts_and_strict(project: Path) -> None:
     bundle_build(config=project / "olmtool.yaml")
     ok = bundle_validate(project / BUNDLE)
-    assert ok.passed() and not ok.errors and not ok.warnings
+    assert ok.passed() and not ok.errors
+    # the base CSV's hand-written spec.customField, which OLM's CRD drops
+    assert [(f.check, f.path) for f in ok.warnings] == [("csv/schema", "spec.customField")]
     hub = bundle_validate(project / BUNDLE, select=["operatorhub"])
     report = hub.as_dict()
-    assert report["passed"] and report["warnings"] == 1
-    assert report["findings"][0]["check"] == "operatorhub/icon-missing"
+    assert report["passed"] and report["warnings"] == 2
+    assert [f["check"] for f in report["findings"]] == ["operatorhub/icon-missing", "csv/schema"]
     every = bundle_validate(project / BUNDLE, select=["all"])
     assert every.passed() and not every.passed(strict=True)
     assert every.as_dict(strict=True)["passed"] is False
@@ -134,7 +136,8 @@ def test_build_command_exit_codes_and_output(here: Path) -> None:
 def test_validate_command_exit_codes_and_output(here: Path) -> None:
     cli("bundle", "build")
     ok = cli("bundle", "validate", BUNDLE)
-    assert ok.returncode == 0 and "valid: 0 error(s), 0 warning(s)" in ok.stdout
+    assert ok.returncode == 0 and "valid: 0 error(s), 1 warning(s)" in ok.stdout
+    assert "warning [csv/schema]" in ok.stdout and "spec.customField: unknown field" in ok.stdout
     hub = cli("bundle", "validate", BUNDLE, "--select", "operatorhub", "-o", "json")
     assert hub.returncode == 0 and json.loads(hub.stdout)["passed"]
     strict = cli("bundle", "validate", BUNDLE, "--select", "all", "--strict")

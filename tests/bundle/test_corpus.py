@@ -362,6 +362,20 @@ VALIDATING_WEBHOOK = """\
       webhookPath: /validate-etcd-olmtool-dev-v1beta1-etcdcluster
 """
 
+# A valid admission webhook served by the operator's own deployment (its port 8080).
+OPERATOR_WEBHOOK = """\
+  webhookdefinitions:
+    - type: ValidatingAdmissionWebhook
+      admissionReviewVersions:
+        - v1
+      containerPort: 443
+      targetPort: 8080
+      deploymentName: etcd-operator
+      generateName: vetcdcluster.etcd.olmtool.dev
+      sideEffects: None
+      webhookPath: /validate-etcd-olmtool-dev-v1beta1-etcdcluster
+"""
+
 EXAMPLE = """[
   {
     "apiVersion": "etcd.olmtool.dev/v1beta1",
@@ -823,7 +837,7 @@ CASES: list[Case] = [
         replace(CSV, '            "name": "example"\n', '            "name": "example",\n'),
         "csv/examples-json",
         "error",
-        at="    alm-examples: |",
+        at=("          },", 0),  # the JSON's line 7, where the error is
     ),
     Case(
         "csv/examples-json/not-an-array",
@@ -837,14 +851,14 @@ CASES: list[Case] = [
         examples(EXAMPLE % (3, ',\n  "EtcdBackup"')),
         "csv/examples-json",
         "error",
-        at="    alm-examples: |",
+        at='        "EtcdBackup"',
     ),
     Case(
         "csv/example-not-owned",
         examples(EXAMPLE % (3, BACKUP_EXAMPLE)),
         "csv/example-not-owned",
         "error",
-        at="    alm-examples: |",
+        at=("        {", 1),  # where the example starts
     ),
     Case(
         "csv/owned-without-example",
@@ -981,6 +995,35 @@ CASES: list[Case] = [
         "csv/field-type",
         "error",
         at=("  labels:", 1),
+    ),
+    Case(
+        # OLM's CRD requires it (the apiserver refuses the CSV)
+        "csv/schema",
+        append_to_spec(OPERATOR_WEBHOOK.replace("      sideEffects: None\n", "")),
+        "csv/schema",
+        "error",
+        at="    - type: ValidatingAdmissionWebhook",
+    ),
+    Case(
+        "csv/schema/unknown-field",
+        append_to_spec("  webhookDefinitions: []\n"),
+        "csv/schema",
+        "warning",
+        at="  webhookDefinitions: []",
+    ),
+    Case(
+        "csv/webhook",
+        append_to_spec(OPERATOR_WEBHOOK.replace("sideEffects: None", "sideEffects: Some")),
+        "csv/webhook",
+        "error",
+        at="      sideEffects: Some",
+    ),
+    Case(
+        "csv/webhook/target-port-not-declared",
+        append_to_spec(OPERATOR_WEBHOOK.replace("targetPort: 8080", "targetPort: 9443")),
+        "csv/webhook",
+        "warning",
+        at="      targetPort: 9443",
     ),
     Case(
         "csv/required/display-name",
@@ -1197,7 +1240,7 @@ CASES: list[Case] = [
         replace(CSV, '            "replicas": 3,\n', '            "replicas": 4,\n'),
         "bundle/example-invalid",
         "warning",
-        at="    alm-examples: |",
+        at='            "replicas": 4,',
     ),
     Case(
         "bundle/service-account",
@@ -1261,6 +1304,33 @@ CASES: list[Case] = [
         at="      deploymentName: etcd-webhook",
     ),
     # -- objects -------------------------------------------------------------------------
+    Case(
+        "objects/schema",
+        replace(SERVICE, "      port: 8080\n", "      port: '8080'\n"),
+        "objects/schema",
+        "error",
+        file=SERVICE,
+        at="      port: '8080'",
+    ),
+    Case(
+        "objects/schema/deployment-enum",
+        replace(
+            CSV,
+            "                    ports:\n",
+            "                    imagePullPolicy: Sometimes\n                    ports:\n",
+        ),
+        "objects/schema",
+        "error",
+        at="                    imagePullPolicy: Sometimes",
+    ),
+    Case(
+        "objects/schema/unknown-field",
+        replace(SERVICE, "  selector:\n", "  selectr:\n"),
+        "objects/schema",
+        "warning",
+        file=SERVICE,
+        at="  selectr:",
+    ),
     Case(
         "objects/pdb/max-unavailable-0",
         write("manifests/etcd-operator_policy_v1_pdb.yaml", pdb("policy/v1", "maxUnavailable: 0")),
@@ -1515,6 +1585,7 @@ CASES: list[Case] = [
         replace_re(CSV, ICON, "    - mediatype: image/svg+xml\n"),
         "operatorhub/icon",
         "error",
+        also=("csv/schema",),  # OLM's CRD requires base64data: the apiserver refuses the CSV
         at="    - mediatype: image/svg+xml",
     ),
     Case(

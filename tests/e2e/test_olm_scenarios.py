@@ -511,7 +511,12 @@ def test_18_operator_group_namespaces_copied_csvs_and_annotations(world: World) 
         labels = cluster_role["metadata"]["labels"]
         assert labels["olm.owner"] == f"{ns}-og" and labels["olm.owner.namespace"] == ns
         assert labels["olm.owner.kind"] == "OperatorGroup"
-        assert w.kube.get_or_none(f"{RBAC}/clusterroles/widgets.{group}-v1-{verb}")
+        # OLM's operator-group controller writes the provided APIs' roles on its own resync
+        wait_for(
+            lambda v=verb: w.kube.get_or_none(f"{RBAC}/clusterroles/widgets.{group}-v1-{v}"),
+            60,
+            f"the aggregated {verb} ClusterRole of the provided API",
+        )
 
 
 def test_25_operator_survives_catalog_source_deletion(world: World) -> None:

@@ -26,7 +26,7 @@ from olmtool.olm import InstallMode, SubscriptionSpec, follow, subscribe
 from olmtool.olm.upgrade_run import OPERATORS, clean_up, run_upgrade
 from tests.e2e import etcd_env, olm_engines
 from tests.e2e import test_real_olm as real
-from tests.e2e.helpers import Cluster
+from tests.e2e.helpers import Cluster, wait_for
 
 engine = olm_engines.engine
 catalog_address = real.catalog_address
@@ -120,8 +120,14 @@ def test_without_a_channel_no_upgrade_is_offered(
         # namespace, each with its own generation): both install the start version
         assert {tuple(p["spec"]["clusterServiceVersionNames"]) for p in plans} == {(start,)}
         time.sleep(2)
-    status = kube.get(f"{OPERATORS}/namespaces/{namespace}/subscriptions/etcd-operator")["status"]
-    assert (status["state"], status["installedCSV"]) == ("AtLatestKnown", start)
+
+    def state() -> tuple[str | None, str | None]:
+        path = f"{OPERATORS}/namespaces/{namespace}/subscriptions/etcd-operator"
+        status = kube.get(path).get("status", {})
+        return status.get("state"), status.get("installedCSV")
+
+    # a loaded catalog operator may still be writing the status of its last resync
+    wait_for(lambda: state() == ("AtLatestKnown", start), 60, "AtLatestKnown at the start CSV")
     kube.delete(f"/api/v1/namespaces/{namespace}")
 
 

@@ -58,7 +58,7 @@ def register_csv(suite: str) -> Callable[[CsvCheck], CsvCheck]:
 
 
 # Registration happens on import.
-from olmtool.bundle.checks import csv, hub, layout, olmv1, relations  # noqa: E402
+from olmtool.bundle.checks import csv, hub, layout, olmv1, relations, schemas, webhooks  # noqa: E402
 
 __all__ = [
     "DEFAULT_SUITES",
@@ -71,4 +71,4 @@ __all__ = [
     "register",
     "register_csv",
 ]
-_ = (csv, hub, layout, olmv1, relations)
+_ = (csv, hub, layout, olmv1, relations, schemas, webhooks)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,7 +12,7 @@ from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register_csv
 from olmtool.bundle.checks.layout import dns_subdomain_problem
 from olmtool.bundle.csvtypes import decode_csv
-from olmtool.bundle.examples import example_gvk
+from olmtool.bundle.examples import example_gvk, json_offsets
 from olmtool.bundle.format import INSTALL_MODE_TYPES
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.godecode import go_list, go_map, go_str
@@ -136,6 +138,40 @@ def examples_of(csv: Object) -> tuple[list[Any] | None, str | None]:
     return examples, None
 
 
+EXAMPLES_AT = "metadata.annotations[alm-examples]"
+_LAST_STEP = re.compile(r"(\.[^.\[\]]+|\[[^\]]*\])$")
+
+
+def example_line(csv: Object, path: str) -> int | None:
+    """The CSV line of ``path`` inside alm-examples (``[0].spec.replicas``, else the
+    deepest part of it there), when the YAML keeps the JSON's lines (a ``|`` block);
+    None: the annotation's own line is all there is."""
+    raw = annotations_of(csv).get("alm-examples")
+    if not isinstance(raw, str):
+        return None
+    offsets = _json_offsets(raw)
+    while path not in offsets and path:
+        path = _LAST_STEP.sub("", path)
+    if path not in offsets:
+        return None
+    return csv.text_line(EXAMPLES_AT, raw.count("\n", 0, offsets[path]))
+
+
+@functools.lru_cache(maxsize=8)
+def _json_offsets(text: str) -> dict[str, int]:
+    return json_offsets(text)
+
+
+def _json_error_line(csv: Object) -> int | None:
+    """The CSV line of alm-examples' JSON syntax error."""
+    raw = annotations_of(csv).get("alm-examples")
+    try:
+        json.loads(str(raw))
+    except json.JSONDecodeError as exc:
+        return csv.text_line(EXAMPLES_AT, exc.lineno - 1)
+    return None
+
+
 def mappings_at(csv: Object, dotted: str) -> list[dict[str, Any]]:
     """The mappings in the list at ``dotted``; other entries (and a non-list) are left out,
     since the field-type checks report them."""
@@ -158,7 +194,7 @@ def _examples(csv: Object) -> Iterator[Finding]:
         )
     examples, problem = examples_of(csv)
     if problem:
-        yield csv.finding("csv/examples-json", "error", problem, at)
+        yield csv.finding("csv/examples-json", "error", problem, at, line=_json_error_line(csv))
         return
     if examples is None:
         yield csv.finding(
@@ -176,7 +212,11 @@ def _examples(csv: Object) -> Iterator[Finding]:
     for index, example in enumerate(examples):
         if not isinstance(example, dict):
             yield csv.finding(
-                "csv/examples-json", "error", f"alm-examples[{index}] is not an object", at
+                "csv/examples-json",
+                "error",
+                f"alm-examples[{index}] is not an object",
+                f"{at}[{index}]",
+                line=example_line(csv, f"[{index}]"),
             )
             continue
         gvk = example_gvk(example)
@@ -186,7 +226,8 @@ def _examples(csv: Object) -> Iterator[Finding]:
                 "csv/example-not-owned",
                 "error",
                 f"alm-examples[{index}] ({example.get('apiVersion')} {example.get('kind')}) is not an API the CSV owns: list its CRD under spec.customresourcedefinitions.owned or drop the example",
-                at,
+                f"{at}[{index}]",
+                line=example_line(csv, f"[{index}]"),
             )
     # An entry without a kind or a <plural>.<group> name is reported by its own check.
     owned_kinds = {(g, k) for g, _, k in owned if g and k}

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import (
+    EXAMPLES_AT,
     deployments_of,
+    example_line,
     examples_of,
     owned_entries,
     pod_spec_of,
@@ -136,11 +138,13 @@ def examples_validate(csv: Object, bundle: Bundle, context: Context) -> Iterator
         example = examples[problem.index]
         if problem.owned and isinstance(example, dict):  # else csv/examples-json reports it
             name = (example.get("metadata") or {}).get("name")
+            inside = f"[{problem.index}]" + (f".{problem.path}" if problem.path else "")
             yield csv.finding(
                 "bundle/example-invalid",
                 "warning",
                 f"alm-examples[{problem.index}] ({example.get('kind')} {name}) would be rejected: {problem.message}",
-                "metadata.annotations[alm-examples]",
+                f"{EXAMPLES_AT}{inside}",
+                line=example_line(csv, inside),
             )
 
 

@@ -116,6 +116,21 @@ CHECKS: dict[str, CheckInfo] = {
     "csv/skip-range": _o(
         E, "olm.skipRange is not a semver range (refused: opm validate rejects the catalog)"
     ),
+    "csv/schema": _o(
+        EW,
+        "a CSV value OLM v0.18.3's ClusterServiceVersion CRD rejects: missing required field, "
+        "wrong type, out of range or enum (refused: the apiserver rejects the CSV and OLM's "
+        "InstallPlan fails); warnings for fields the apiserver drops. Values Go cannot "
+        "decode are csv/field-type's",
+    ),
+    "csv/webhook": _o(
+        EW,
+        "a webhook definition the apiserver or OLM refuses: generateName not a 3-part "
+        "domain, sideEffects, admissionReviewVersions, failure/match policy, rules, "
+        "timeoutSeconds, webhookPath, Service name, conversionCRDs not owned, repeated "
+        "generateName (refused: the CSV fails); warnings for a targetPort the deployment "
+        "does not declare",
+    ),
     "csv/deployment": _o(
         E,
         "a deployment without a valid name, selector, containers or images "
@@ -152,6 +167,13 @@ CHECKS: dict[str, CheckInfo] = {
         "ServiceMonitor/PrometheusRule defects; warnings where the prometheus-operator or "
         "Prometheus reject or drop them later, errors where the prometheus-operator CRDs' "
         "schemas do (refused: the apiserver fails OLM's InstallPlan)",
+    ),
+    "objects/schema": _o(
+        EW,
+        "a built-in kind (Service, ConfigMap, Secret, RBAC, PDB, PriorityClass, "
+        "NetworkPolicy, and the CSV's Deployment specs) Kubernetes 1.20's schema rejects: "
+        "missing required field, wrong type, unsupported value (refused: the apiserver "
+        "rejects the object); warnings for fields it drops",
     ),
     # -- operatorhub (optional)
     "operatorhub/provider": _u(E, "spec.provider.name empty"),

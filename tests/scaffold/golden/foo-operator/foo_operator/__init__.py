@@ -1,0 +1,1 @@
+"""foo-operator: an operator for Widget resources (demo.example.com)."""
