@@ -207,9 +207,12 @@ def _properties(properties: list[Property], raw: bool = False) -> list[dict[str,
 
 
 def package_blob(package: Package) -> dict[str, Any]:
-    blob: dict[str, Any] = {"schema": SCHEMA_PACKAGE, "name": package.name}
-    if package.default_channel:
-        blob["defaultChannel"] = package.default_channel
+    # defaultChannel has no omitempty in opm's declcfg.Package: "" is written too
+    blob: dict[str, Any] = {
+        "schema": SCHEMA_PACKAGE,
+        "name": package.name,
+        "defaultChannel": package.default_channel,
+    }
     if package.icon is not None:
         blob["icon"] = {"base64data": package.icon.base64data, "mediatype": package.icon.mediatype}
     if package.description:

@@ -158,6 +158,7 @@ FLAGS = {
     "minimum_version": "--minimum-version",
     "name": "--name",
     "node": "--no-node",
+    "opm_compat": "--opm-compat",
     "probe": "--probe",
     "probe_path": "--probe-path",
     "registry": "--registry",
