@@ -46,6 +46,13 @@ def catalog_graph(
     1.26 draws Mermaid as opm v1.26 does (``minimum_version`` then names a bundle)."""
     if minimum_version is not None and view is not GraphView.mermaid:
         raise ArgumentError("needs the mermaid view", argument="minimum_version")
+    try:
+        opm_compat = OpmCompat(opm_compat)
+    except ValueError:
+        choices = ", ".join(OpmCompat)
+        raise ArgumentError(
+            f"is one of {choices}, not {opm_compat!r}", argument="opm_compat"
+        ) from None
     if opm_compat is not OpmCompat.latest and view is not GraphView.mermaid:
         raise ArgumentError("applies to the mermaid view only", argument="opm_compat")
     config = load_catalog_strict(directory)

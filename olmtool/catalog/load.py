@@ -229,6 +229,12 @@ def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int
     ``\\<``, numbers beyond float64); a lone UTF-16 surrogate becomes U+FFFD, as Go
     decodes it. An object nested deeper than :data:`inputlimits.MAX_DEPTH` is an error.
     """
+    for data, line, _, _ in iter_json_spans(text, file):
+        yield data, line
+
+
+def iter_json_spans(text: str, file: str) -> Iterator[tuple[dict[str, Any], int, int, int]]:
+    """:func:`iter_json_stream`, each object also with where its text starts and ends."""
     inputlimits.ensure_recursion_room()
     position, line, length = 0, 1, len(text)
     surrogates = _SURROGATE_ESCAPE.search(text) is not None
@@ -261,7 +267,7 @@ def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int
             raise InputError(inputlimits.too_deep_message("JSON"), path=file, line=where)
         if not isinstance(data, dict):
             raise InputError(f"expected a JSON object, found {_kind(data)}", path=file, line=line)
-        yield (_replace_surrogates(data) if surrogates else data), line
+        yield (_replace_surrogates(data) if surrogates else data), line, start, end
         line += text.count("\n", start, end)
         position = end
 

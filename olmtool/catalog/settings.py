@@ -71,4 +71,6 @@ class CatalogSettings(_Section):
     payload: Literal["objects", "csv-metadata"] = "objects"
     dockerfile: str | None = None  # default: <output>.Dockerfile beside the root
     base_image: str = DEFAULT_BASE_IMAGE
+    # which opm semver templates render like: newer opm's edges, or "1.26" (docs/opm-compat.md)
+    opm_compat: Literal["latest", "1.26"] = "latest"
     packages: list[PackageSource] = Field(min_length=1)

@@ -131,6 +131,31 @@ def test_v1_26_template_defaults_to_minor_channels(tmp_path: Path) -> None:
     assert config.packages[0].default_channel == "stable-v1.2"
 
 
+def test_publish_reads_opm_compat_from_the_catalog_settings(tmp_path: Path) -> None:
+    from .test_publish import _project, _publish
+
+    project = _project(tmp_path)
+    (project / "template.yaml").write_text(
+        "schema: olm.semver\n"
+        "generateMajorChannels: true\n"
+        "defaultChannelTypePreference: minor\n"
+        "stable:\n"
+        "  bundles: [{image: bundles/0.1.0}, {image: bundles/0.2.0}, {image: bundles/0.3.0}]\n"
+    )
+    (project / "olmtool.yaml").write_text(
+        "catalog:\n  opmCompat: '1.26'\n"
+        "  packages:\n    - name: etcd-operator\n      template: template.yaml\n"
+    )
+    result = _publish(project)
+    assert not result.failed
+    warning = result.publish.warnings[0]
+    assert (warning.check, warning.line) == ("publish-template-key", 3)
+    channels = shape(load_catalog_strict(project / "catalog").channels)
+    # v1.26: minor channels have no edges out; the major channel chains the Y-streams
+    assert channels["stable-v0.3"] == [("etcd-operator.v0.3.0", "", [])]
+    assert channels["stable-v0"][-1] == ("etcd-operator.v0.3.0", "etcd-operator.v0.2.0", [])
+
+
 # --- Mermaid: v1.26's writer ----------------------------------------------------------------
 
 

@@ -95,7 +95,7 @@ def load_template(path: str | Path, opm_compat: OpmCompat = OpmCompat.latest) ->
         if schema == SCHEMA_BASIC:
             return parse_basic(first)
         if schema == SCHEMA_SEMVER:
-            return parse_semver(first, opm_compat)
+            return parse_semver(first, OpmCompat(opm_compat))
         return parse_substitutes(first)
     if not isinstance(schema, str) or not schema:
         raise first.error('the template has no "schema" key')

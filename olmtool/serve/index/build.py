@@ -23,6 +23,7 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog.model import ModelBuilder
 from olmtool.catalog.model import Package as ModelPackage
 from olmtool.errors import InputError, display_path
+from olmtool.serve import apitext
 from olmtool.serve.index.cache import catalog_digest, new_store, open_cache, save_cache
 from olmtool.serve.index.data import (
     BundleSummary,
@@ -47,6 +48,22 @@ SERVED_DESPITE = frozenset(
 # one fails the requests that return it (gRPC INTERNAL naming the bundle), and the CSV
 # comparison behind the replaces-mismatch warning is validate's alone.
 _inspect = functools.partial(inspect_bundle, decode_objects=False, extra=False)
+
+
+def _value_texts(bundle: dc.Bundle, raw: str | None) -> bool | dict[int, str] | None:
+    """True for a bundle read from YAML; else the property values whose raw JSON text the
+    parsed value does not give back (opm serves the text), or None when there are none."""
+    if raw is None:
+        return True
+    if not apitext.may_differ(raw, bundle.properties):
+        return None
+    texts = apitext.raw_property_texts(raw)
+    differing = {
+        index: text
+        for index, (text, prop) in enumerate(zip(texts, bundle.properties, strict=False))
+        if prop.type != dc.PROP_BUNDLE_OBJECT and text != dc.to_json(prop.value, indent=None)
+    }
+    return differing or None
 
 
 class InvalidCatalogError(InputError):
@@ -123,18 +140,23 @@ class _Builder:
         self.blobs: list[BlobRef] = []
         self.package_blobs: dict[str, BlobRef] = {}
         self.bundle_blobs: dict[tuple[str, str], tuple[BlobRef, str]] = {}
+        # how opm holds each bundle's property values: from YAML, or the raw JSON texts
+        self.value_texts: dict[tuple[str, str], bool | dict[int, str] | None] = {}
         self.modified = 0.0
 
     def add_file(self, path: Path) -> None:
         file = display_path(path)
         source = sys.intern(path.relative_to(self.base).as_posix())
         self.modified = max(self.modified, path.stat().st_mtime)
-        for data, origin in self._file_blobs(path, file):
-            self.add_blob(data, origin, source)
+        for data, origin, raw in self._file_blobs(path, file):
+            self.add_blob(data, origin, source, raw)
 
-    def _file_blobs(self, path: Path, file: str) -> Iterator[tuple[dict[str, Any], dc.Origin]]:
-        """The blobs of one file, as the loader reads them: a parse problem is a finding
-        and ends the file. JSON is read one object at a time, never held twice."""
+    def _file_blobs(
+        self, path: Path, file: str
+    ) -> Iterator[tuple[dict[str, Any], dc.Origin, str | None]]:
+        """The blobs of one file, as the loader reads them, each with its text when the
+        file is JSON (None: YAML); a parse problem is a finding and ends the file. JSON is
+        read one object at a time, never held twice."""
         try:
             text = load.read_catalog_text(path, self.base)
         except InputError as exc:
@@ -142,17 +164,20 @@ class _Builder:
             return
         if text.lstrip().startswith("{"):
             try:
-                for data, line in load.iter_json_stream(text, file):
-                    yield data, dc.Origin(file, line)
+                for data, line, start, end in load.iter_json_spans(text, file):
+                    yield data, dc.Origin(file, line), text[start:end]
             except InputError as exc:
                 self.load_findings.append(Finding("parse", "error", exc.message, file, exc.line))
             return
         blobs, problems = load.parse_blobs(text, file)
         self.load_findings.extend(problems)
         for blob in blobs:
-            yield blob.data, blob.origin
+            yield blob.data, blob.origin, None
 
-    def add_blob(self, data: dict[str, Any], origin: dc.Origin, source: str) -> None:
+    def add_blob(
+        self, data: dict[str, Any], origin: dc.Origin, source: str, raw: str | None = None
+    ) -> None:
+        """One blob into the store and the model; ``raw`` its JSON text (None: from YAML)."""
         config = dc.DeclarativeConfig()
         problem = load.decode_blob(load.RawBlob(data, origin), config)
         if problem is not None:
@@ -174,6 +199,7 @@ class _Builder:
         for bundle in config.bundles:  # the full blob is dropped after this: keep it lean
             if self.model.add_bundle(bundle) is not None:
                 self.bundle_blobs[(bundle.package, bundle.name)] = (ref, source)
+                self.value_texts[(bundle.package, bundle.name)] = _value_texts(bundle, raw)
         for channel in config.channels:
             self.model.add_channel(channel)
         for deprecation in config.deprecations:
@@ -197,6 +223,7 @@ class _Builder:
         bundles = {}
         for name, bundle in package.bundles.items():
             ref, source = self.bundle_blobs[(package.name, name)]
+            texts = self.value_texts[(package.name, name)]
             bundles[name] = BundleSummary(
                 name=bundle.name,
                 package=bundle.package,
@@ -207,6 +234,8 @@ class _Builder:
                 blob=ref,
                 source=source,
                 deprecation=bundle.deprecation or "",
+                yaml_source=texts is True,
+                raw_values=texts if isinstance(texts, dict) else None,
             )
         channels = {}
         for name in sorted(package.channels):
