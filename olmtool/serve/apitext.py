@@ -66,7 +66,7 @@ def is_csv(text: str) -> bool:
         obj = json.loads(text)
     except ValueError:
         obj = None
-    if obj is not None and not _YAML_TROUBLE.search(text):
+    if obj is not None and not _yaml_trouble(text):
         return isinstance(obj, dict) and obj.get("kind") == CSV_KIND  # YAML reads it alike
     try:
         obj = kyaml.load(text)
@@ -76,12 +76,20 @@ def is_csv(text: str) -> bool:
 
 
 # Where JSON and YAML part ways: surrogate escapes, characters libyaml refuses or reads as
-# line breaks, and tabs in block context (before the "{").
-_YAML_TROUBLE = re.compile(
-    r"\\u[dD][89abAB]"
-    r"|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]"
-    r"|^\s*\t"
+# line breaks, and tabs in block context (before the "{"). One pattern each: a pattern
+# that starts with a literal or a class is searched fast.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+_NOT_YAML_TEXT = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]"
 )
+
+
+def _yaml_trouble(text: str) -> bool:
+    return (
+        "\t" in text[: len(text) - len(text.lstrip())]
+        or _SURROGATE_ESCAPE.search(text) is not None
+        or _NOT_YAML_TEXT.search(text) is not None
+    )
 
 
 def property_text(prop: dc.Property, *, yaml_source: bool, raw: str | None = None) -> str:
@@ -116,27 +124,17 @@ def _string(value: Any) -> str:
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 # What Python's parse loses and dc.to_json cannot give back: escapes other than \" \\ \n
-# \r \t, a literal line or paragraph separator (both only in strings), and number text
-# (checked on the parsed values: a float).
-_LOSSY = ("\\u", "\\/", "\\b", "\\f", "\u2028", "\u2029")
+# \r \t, and a literal line or paragraph separator (only in strings); and number text,
+# which the loader tells (iter_json_spans: the blob holds a float).
+_LOSSY = re.compile(r"\\[u/bf]")
 
 
-def may_differ(raw_blob: str, properties: list[dc.Property]) -> bool:
-    """Whether some property value's raw text may differ from ``dc.to_json`` of its parsed
-    value (cheap: most catalogs have neither escapes nor floats in properties)."""
-    if any(mark in raw_blob for mark in _LOSSY):
+def may_differ(raw_blob: str, has_float: bool) -> bool:
+    """Whether some property value's raw JSON text may differ from ``dc.to_json`` of its
+    parsed value (cheap: most blobs have neither floats nor such escapes)."""
+    if has_float or "\u2028" in raw_blob or "\u2029" in raw_blob:
         return True
-    return any(_has_float(p.value) for p in properties if p.type != dc.PROP_BUNDLE_OBJECT)
-
-
-def _has_float(value: Any) -> bool:
-    if isinstance(value, float):
-        return True
-    if isinstance(value, dict):
-        return any(_has_float(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_float(v) for v in value)
-    return False
+    return _LOSSY.search(raw_blob) is not None
 
 
 def raw_property_texts(raw_blob: str) -> list[str]:

@@ -238,7 +238,7 @@ def bundle_message(
     bundle = index.load_bundle(summary)
     newer = opm_compat == OpmCompat.latest
     hidden = HIDDEN_PROPERTIES if newer else HIDDEN_PROPERTIES_V1_26
-    texts = [_value_text(summary, number, prop) for number, prop in enumerate(bundle.properties)]
+    shown = [(n, p) for n, p in enumerate(bundle.properties) if p.type not in hidden]
     message = pb.Bundle(
         csvName=bundle.name,
         packageName=bundle.package,
@@ -248,12 +248,8 @@ def bundle_message(
         skipRange=entry.skip_range,
         providedApis=[_gvk_message(gvk) for gvk in summary.provides],
         requiredApis=[_gvk_message(gvk) for gvk in summary.requires],
-        dependencies=_dependencies(bundle, texts),
-        properties=[
-            pb.Property(type=p.type, value=text)
-            for p, text in zip(bundle.properties, texts, strict=True)
-            if p.type not in hidden
-        ],
+        dependencies=_dependencies(summary, bundle),
+        properties=[pb.Property(type=p.type, value=_value_text(summary, n, p)) for n, p in shown],
     )
     if not trimmed:
         message.replaces = entry.replaces
@@ -273,8 +269,7 @@ def bundle_message(
 
 
 def _value_text(summary: BundleSummary, number: int, prop: dc.Property) -> str:
-    if prop.type == dc.PROP_BUNDLE_OBJECT:
-        return ""  # never served as a property
+    """Property ``number``'s value as opm v1.26 serves it."""
     raw = summary.raw_values.get(number) if summary.raw_values else None
     return apitext.property_text(prop, yaml_source=summary.yaml_source, raw=raw)
 
@@ -284,12 +279,13 @@ def _gvk_message(gvk: GVK) -> pb.GroupVersionKind:
     return pb.GroupVersionKind(group=group, version=version, kind=kind)
 
 
-def _dependencies(bundle: dc.Bundle, texts: list[str]) -> list[pb.Dependency]:
+def _dependencies(summary: BundleSummary, bundle: dc.Bundle) -> list[pb.Dependency]:
     """olm.gvk.required (its value's text) and olm.package.required (rebuilt) as the
     legacy dependency types, as opm v1.26 turns them."""
     found = []
-    for prop, text in zip(bundle.properties, texts, strict=True):
+    for number, prop in enumerate(bundle.properties):
         if prop.type == dc.PROP_GVK_REQUIRED:
+            text = _value_text(summary, number, prop)
             found.append(pb.Dependency(type=dc.PROP_GVK, value=text))
         elif prop.type == dc.PROP_PACKAGE_REQUIRED:
             value = apitext.package_dependency(prop.value)

@@ -50,12 +50,14 @@ SERVED_DESPITE = frozenset(
 _inspect = functools.partial(inspect_bundle, decode_objects=False, extra=False)
 
 
-def _value_texts(bundle: dc.Bundle, raw: str | None) -> bool | dict[int, str] | None:
+def _value_texts(
+    bundle: dc.Bundle, raw: str | None, has_float: bool
+) -> bool | dict[int, str] | None:
     """True for a bundle read from YAML; else the property values whose raw JSON text the
     parsed value does not give back (opm serves the text), or None when there are none."""
     if raw is None:
         return True
-    if not apitext.may_differ(raw, bundle.properties):
+    if not apitext.may_differ(raw, has_float):
         return None
     texts = apitext.raw_property_texts(raw)
     differing = {
@@ -148,15 +150,15 @@ class _Builder:
         file = display_path(path)
         source = sys.intern(path.relative_to(self.base).as_posix())
         self.modified = max(self.modified, path.stat().st_mtime)
-        for data, origin, raw in self._file_blobs(path, file):
-            self.add_blob(data, origin, source, raw)
+        for data, origin, raw, has_float in self._file_blobs(path, file):
+            self.add_blob(data, origin, source, raw, has_float)
 
     def _file_blobs(
         self, path: Path, file: str
-    ) -> Iterator[tuple[dict[str, Any], dc.Origin, str | None]]:
+    ) -> Iterator[tuple[dict[str, Any], dc.Origin, str | None, bool]]:
         """The blobs of one file, as the loader reads them, each with its text when the
-        file is JSON (None: YAML); a parse problem is a finding and ends the file. JSON is
-        read one object at a time, never held twice."""
+        file is JSON (None: YAML) and whether it holds a float; a parse problem is a
+        finding and ends the file. JSON is read one object at a time, never held twice."""
         try:
             text = load.read_catalog_text(path, self.base)
         except InputError as exc:
@@ -164,20 +166,26 @@ class _Builder:
             return
         if text.lstrip().startswith("{"):
             try:
-                for data, line, start, end in load.iter_json_spans(text, file):
-                    yield data, dc.Origin(file, line), text[start:end]
+                for data, line, start, end, floats in load.iter_json_spans(text, file):
+                    yield data, dc.Origin(file, line), text[start:end], floats
             except InputError as exc:
                 self.load_findings.append(Finding("parse", "error", exc.message, file, exc.line))
             return
         blobs, problems = load.parse_blobs(text, file)
         self.load_findings.extend(problems)
         for blob in blobs:
-            yield blob.data, blob.origin, None
+            yield blob.data, blob.origin, None, False
 
     def add_blob(
-        self, data: dict[str, Any], origin: dc.Origin, source: str, raw: str | None = None
+        self,
+        data: dict[str, Any],
+        origin: dc.Origin,
+        source: str,
+        raw: str | None = None,
+        has_float: bool = False,
     ) -> None:
-        """One blob into the store and the model; ``raw`` its JSON text (None: from YAML)."""
+        """One blob into the store and the model; ``raw`` its JSON text (None: from YAML),
+        ``has_float`` whether that holds a number with a fraction or exponent."""
         config = dc.DeclarativeConfig()
         problem = load.decode_blob(load.RawBlob(data, origin), config)
         if problem is not None:
@@ -199,7 +207,9 @@ class _Builder:
         for bundle in config.bundles:  # the full blob is dropped after this: keep it lean
             if self.model.add_bundle(bundle) is not None:
                 self.bundle_blobs[(bundle.package, bundle.name)] = (ref, source)
-                self.value_texts[(bundle.package, bundle.name)] = _value_texts(bundle, raw)
+                self.value_texts[(bundle.package, bundle.name)] = _value_texts(
+                    bundle, raw, has_float
+                )
         for channel in config.channels:
             self.model.add_channel(channel)
         for deprecation in config.deprecations:
