@@ -30,29 +30,13 @@ from typing import Any
 
 from olmtool import kyaml
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import gojson
+from olmtool.catalog import gojson, opmtext
 from olmtool.errors import InputError
 
 CSV_KIND = "ClusterServiceVersion"
 CSV_API_VERSION = "operators.coreos.com/v1alpha1"
 
-# unicode.IsSpace: what bytes.TrimLeftFunc skips before looking for "{"
-_GO_SPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680"
-    + "".join(map(chr, range(0x2000, 0x200B)))
-    + ("\u2028\u2029\u202f\u205f\u3000")
-)
-# declcfg.Meta.UnmarshalJSON's bytereplacer, applied to every blob's text
-_UNESCAPE = (("\\u003c", "<"), ("\\u003e", ">"), ("\\u0026", "&"))
-
-
-def object_text(data: bytes) -> str:
-    """An olm.bundle.object's data as opm serves it (``yaml.ToJSON``); ValueError (or an
-    InputError) when YAML data does not parse."""
-    text = data.decode("utf-8", errors="replace")
-    if text.lstrip(_GO_SPACE).startswith("{"):
-        return text
-    return gojson.marshal(kyaml.load(text), unstructured=False)
+object_text = opmtext.object_text  # yaml.ToJSON: JSON data as it is, YAML as json.Marshal
 
 
 def is_csv(text: str) -> bool:
@@ -93,13 +77,13 @@ def _yaml_trouble(text: str) -> bool:
 
 
 def property_text(prop: dc.Property, *, yaml_source: bool, raw: str | None = None) -> str:
-    """A property value's text as opm v1.26 serves it. ``raw``: the value's text taken
-    from its JSON file (:func:`raw_property_texts`), where it differs from what the
+    """A property value's text as opm v1.26 serves it (:mod:`olmtool.catalog.opmtext`).
+    ``raw``: the value's text taken from its JSON file, where it differs from what the
     parsed value gives back."""
     if raw is not None:
         return raw
     if yaml_source:
-        return gojson.marshal(prop.value, escape_html=False, unstructured=False)
+        return opmtext.yaml_value_text(prop.value)
     return dc.to_json(prop.value, indent=None)
 
 
@@ -117,78 +101,6 @@ def package_dependency(value: Any) -> str:
 
 def _string(value: Any) -> str:
     return value if isinstance(value, str) else ""
-
-
-# --- the raw text of property values in a JSON file --------------------------------------
-
-_WS = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
-# What Python's parse loses and dc.to_json cannot give back: escapes other than \" \\ \n
-# \r \t, and a literal line or paragraph separator (only in strings); and number text,
-# which the loader tells (iter_json_spans: the blob holds a float).
-_LOSSY = re.compile(r"\\[u/bf]")
-
-
-def may_differ(raw_blob: str, has_float: bool) -> bool:
-    """Whether some property value's raw JSON text may differ from ``dc.to_json`` of its
-    parsed value (cheap: most blobs have neither floats nor such escapes)."""
-    if has_float or "\u2028" in raw_blob or "\u2029" in raw_blob:
-        return True
-    return _LOSSY.search(raw_blob) is not None
-
-
-def raw_property_texts(raw_blob: str) -> list[str]:
-    """Each property value's text in a JSON blob as opm v1.26 holds it: the text of the
-    last ``value`` member (keys match case-insensitively) of each element of the last
-    ``properties`` member, HTML escapes replaced, compacted."""
-    members, _ = _object_members(raw_blob, _WS.match(raw_blob).end())
-    found = [m for m in members if m[0].lower() == "properties"]
-    if not found or raw_blob[found[-1][1]] != "[":
-        return []
-    texts = []
-    for start in _array_items(raw_blob, found[-1][1]):
-        if raw_blob[start] != "{":
-            texts.append("")
-            continue
-        values = [m for m in _object_members(raw_blob, start)[0] if m[0].lower() == "value"]
-        text = raw_blob[values[-1][1] : values[-1][2]] if values else ""
-        for escaped, char in _UNESCAPE:
-            text = text.replace(escaped, char)
-        texts.append(gojson.compact(text))
-    return texts
-
-
-def _object_members(text: str, start: int) -> tuple[list[tuple[str, int, int]], int]:
-    """(key, value start, value end) of the valid JSON object at ``start``, and its end."""
-    members: list[tuple[str, int, int]] = []
-    position = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
-    if text[position] == "}":
-        return members, position + 1
-    while True:
-        key, position = json.decoder.scanstring(text, position + 1)  # type: ignore[attr-defined]
-        position = _WS.match(text, position).end() + 1  # type: ignore[union-attr]  # ":"
-        value = _WS.match(text, position).end()  # type: ignore[union-attr]
-        _, end = _DECODER.raw_decode(text, value)
-        members.append((key, value, end))
-        position = _WS.match(text, end).end()  # type: ignore[union-attr]
-        if text[position] == "}":
-            return members, position + 1
-        position = _WS.match(text, position + 1).end()  # type: ignore[union-attr]
-
-
-def _array_items(text: str, start: int) -> list[int]:
-    """Where each element of the valid JSON array at ``start`` begins."""
-    items: list[int] = []
-    position = _WS.match(text, start + 1).end()  # type: ignore[union-attr]
-    if text[position] == "]":
-        return items
-    while True:
-        items.append(position)
-        _, end = _DECODER.raw_decode(text, position)
-        position = _WS.match(text, end).end()  # type: ignore[union-attr]
-        if text[position] == "]":
-            return items
-        position = _WS.match(text, position + 1).end()  # type: ignore[union-attr]
 
 
 # --- newer opm: a CSV from olm.csv.metadata ------------------------------------------------

@@ -334,3 +334,49 @@ def test_mermaid_minimum_edge_is_byte_identical_to_opm_v1_26(edge: str, tmp_path
     done = opm("alpha", "render-graph", str(DEMO), "--minimum-edge", edge, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert mermaid_v1_26(load_catalog_strict(DEMO), minimum_edge=edge) == done.stdout
+
+
+# --- validate: olmtool's verdicts are newer opm's ------------------------------------------
+
+# Checks operator-registry added after v1.26 (deprecations, property and name validation,
+# release naming, skipRange syntax, unique versions, ...): corpus catalogs failing only
+# these pass opm v1.26's validate.
+NEWER_OPM_CHECKS = {
+    "csv-metadata-multiple",
+    "decode",  # of olm.deprecations, a schema v1.26 did not know
+    "deprecation-duplicate",
+    "deprecation-message",
+    "deprecation-reference",
+    "duplicate-key",
+    "image-reference",
+    "package-missing",
+    "package-name",
+    "property-decode",
+    "release-name",
+    "skip-range",
+    "version-duplicate",
+}
+# Where olmtool is more lenient than every opm: an icon that is not base64 fails opm's
+# decoding of the package (Go's []byte); olmtool warns ("icon", an olmtool check).
+LENIENT = {"icon-base64"}
+
+
+@requires_opm
+def test_validate_verdicts_against_opm_v1_26(tmp_path: Path) -> None:
+    from olmtool.catalog import validate_catalog
+
+    newer, lenient, agree = [], [], 0
+    for case in sorted((Path(__file__).parent / "corpus").iterdir()):
+        if not case.is_dir():
+            continue
+        opm_passes = opm("validate", str(case), cwd=tmp_path).returncode == 0
+        errors = {f.check for f in validate_catalog(case).errors}
+        if opm_passes == (not errors):
+            agree += 1
+        elif opm_passes:
+            assert errors <= NEWER_OPM_CHECKS, (case.name, errors)
+            newer.append(case.name)
+        else:
+            lenient.append(case.name)
+    assert set(lenient) == LENIENT
+    assert agree >= 50 and len(newer) >= 25

@@ -31,15 +31,10 @@ import yaml
 
 from olmtool.catalog import OpmCompat
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.opmtext import raw_property_texts
 from olmtool.ports import free_port
 from olmtool.serve import RunningServer, start_server
-from olmtool.serve.apitext import (
-    is_csv,
-    object_text,
-    package_dependency,
-    property_text,
-    raw_property_texts,
-)
+from olmtool.serve.apitext import is_csv, object_text, package_dependency, property_text
 from olmtool.serve.proto import registry_pb2 as pb
 from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 

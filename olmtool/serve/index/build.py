@@ -18,12 +18,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from olmtool.catalog import CHECKS, Finding, Report, check_model, inspect_bundle, load, report
+from olmtool.catalog import (
+    CHECKS,
+    Finding,
+    Report,
+    check_model,
+    inspect_bundle,
+    load,
+    opmtext,
+    report,
+)
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.model import ModelBuilder
 from olmtool.catalog.model import Package as ModelPackage
 from olmtool.errors import InputError, display_path
-from olmtool.serve import apitext
 from olmtool.serve.index.cache import catalog_digest, new_store, open_cache, save_cache
 from olmtool.serve.index.data import (
     BundleSummary,
@@ -57,9 +65,9 @@ def _value_texts(
     parsed value does not give back (opm serves the text), or None when there are none."""
     if raw is None:
         return True
-    if not apitext.may_differ(raw, has_float):
+    if not opmtext.may_differ(raw, has_float):
         return None
-    texts = apitext.raw_property_texts(raw)
+    texts = opmtext.raw_property_texts(raw)
     differing = {
         index: text
         for index, (text, prop) in enumerate(zip(texts, bundle.properties, strict=False))
