@@ -5,6 +5,7 @@ Example::
     catalog:
       output: catalog                 # the FBC root; catalog.Dockerfile goes beside it
       format: yaml
+      opmCompat: latest               # "1.26": templates render as opm v1.26 renders them
       packages:
         - name: etcd-operator
           bundles: ["bundle/etcd-operator/*"]     # bundle directories (globs) or images

@@ -268,8 +268,12 @@ for _seed in range(8):
     SEMVER_CASES[f"random-{_seed}"] = random_semver_case(_seed)
 
 
-def render_semver_both(
-    text: str, server: ImageServer, work: Path, cache: dict[str, tuple[str, Path]]
+def render_template_both(
+    text: str,
+    server: ImageServer,
+    work: Path,
+    cache: dict[str, tuple[str, Path]],
+    kind: str = "semver",
 ) -> tuple[str, str]:
     """(opm v1.26's JSON, olmtool's JSON with --opm-compat 1.26) for a template whose
     ``"{X.Y.Z}"`` placeholders name gadget-operator releases (built and served once)."""
@@ -280,7 +284,7 @@ def render_semver_both(
             cache[version] = (server.add("gadget/bundle", version, image), root)
         text = text.replace(f'"{{{version}}}"', f'"{cache[version][0]}"')
     path = write(work, text)
-    done = opm("alpha", "render-veneer", "semver", str(path), "--use-http", "-o", "json", cwd=work)
+    done = opm("alpha", "render-veneer", kind, str(path), "--use-http", "-o", "json", cwd=work)
     assert done.returncode == 0, done.stderr
     directories = {ref: root for ref, root in cache.values()}
     template = load_template(path, OpmCompat.v1_26)
@@ -299,8 +303,41 @@ def test_semver_template_is_byte_identical_to_opm_v1_26(
     for name, text in SEMVER_CASES.items():
         case = work / name
         case.mkdir()
-        theirs, ours = render_semver_both(text, server, case, cache)
+        theirs, ours = render_template_both(text, server, case, cache)
         assert ours == theirs, name
+
+
+BASIC_V1_26 = """
+---
+schema: olm.package
+name: gadget-operator
+defaultChannel: stable
+description: "Gadgets <b>fast</b> & cheap \\u2028"
+---
+schema: olm.channel
+package: gadget-operator
+name: stable
+entries:
+- name: gadget-operator.v1.0.0
+- name: gadget-operator.v1.1.0
+  replaces: gadget-operator.v1.0.0
+  skipRange: "<1.1.0"
+---
+schema: olm.bundle
+image: "{1.1.0}"
+---
+schema: olm.bundle
+image: "{1.0.0}"
+"""
+
+
+@requires_opm
+def test_basic_template_is_byte_identical_to_opm_v1_26(
+    server: ImageServer, tmp_path: Path
+) -> None:
+    """v1.26's basic veneer is the stream form (no olm.template.basic wrapper yet)."""
+    theirs, ours = render_template_both(BASIC_V1_26, server, tmp_path, {}, kind="basic")
+    assert ours == theirs
 
 
 def graph_catalogs() -> list[Path]:
