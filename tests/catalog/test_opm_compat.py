@@ -332,9 +332,7 @@ image: "{1.0.0}"
 
 
 @requires_opm
-def test_basic_template_is_byte_identical_to_opm_v1_26(
-    server: ImageServer, tmp_path: Path
-) -> None:
+def test_basic_template_is_byte_identical_to_opm_v1_26(server: ImageServer, tmp_path: Path) -> None:
     """v1.26's basic veneer is the stream form (no olm.template.basic wrapper yet)."""
     theirs, ours = render_template_both(BASIC_V1_26, server, tmp_path, {}, kind="basic")
     assert ours == theirs
