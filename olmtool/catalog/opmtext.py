@@ -62,12 +62,15 @@ def object_text(data: bytes) -> str:
     return gojson.marshal(kyaml.load(text), unstructured=False)
 
 
-def may_differ(raw_blob: str, has_float: bool) -> bool:
-    """Whether some value's raw JSON text in this blob may differ from ``dc.to_json`` of
-    its parsed value (cheap: most blobs have neither floats nor such escapes)."""
-    if has_float or "\u2028" in raw_blob or "\u2029" in raw_blob:
+def may_differ(text: str, has_float: bool, start: int = 0, end: int | None = None) -> bool:
+    """Whether some value's raw JSON text in the blob ``text[start:end]`` may differ from
+    ``dc.to_json`` of its parsed value (cheap: most blobs have neither floats nor such
+    escapes; the blob is searched in place, not copied)."""
+    end = len(text) if end is None else end
+    if has_float or text.find("\u2028", start, end) >= 0 or text.find("\u2029", start, end) >= 0:
         return True
-    return _LOSSY.search(raw_blob) is not None
+    # most blobs hold no backslash at all: str.find scans at memchr speed, a regex does not
+    return text.find("\\", start, end) >= 0 and _LOSSY.search(text, start, end) is not None
 
 
 def opm_raw(text: str) -> str:

@@ -58,16 +58,19 @@ SERVED_DESPITE = frozenset(
 _inspect = functools.partial(inspect_bundle, decode_objects=False, extra=False)
 
 
-def _value_texts(
-    bundle: dc.Bundle, raw: str | None, has_float: bool
-) -> bool | dict[int, str] | None:
+# A JSON blob in its file: (the file's text, start, end, whether it holds a float)
+_Span = tuple[str, int, int, bool]
+
+
+def _value_texts(bundle: dc.Bundle, raw: _Span | None) -> bool | dict[int, str] | None:
     """True for a bundle read from YAML; else the property values whose raw JSON text the
     parsed value does not give back (opm serves the text), or None when there are none."""
     if raw is None:
         return True
-    if not opmtext.may_differ(raw, has_float):
+    text, start, end, has_float = raw
+    if not opmtext.may_differ(text, has_float, start, end):
         return None
-    texts = opmtext.raw_property_texts(raw)
+    texts = opmtext.raw_property_texts(text[start:end])
     differing = {
         index: text
         for index, (text, prop) in enumerate(zip(texts, bundle.properties, strict=False))
@@ -158,15 +161,15 @@ class _Builder:
         file = display_path(path)
         source = sys.intern(path.relative_to(self.base).as_posix())
         self.modified = max(self.modified, path.stat().st_mtime)
-        for data, origin, raw, has_float in self._file_blobs(path, file):
-            self.add_blob(data, origin, source, raw, has_float)
+        for data, origin, raw in self._file_blobs(path, file):
+            self.add_blob(data, origin, source, raw)
 
     def _file_blobs(
         self, path: Path, file: str
-    ) -> Iterator[tuple[dict[str, Any], dc.Origin, str | None, bool]]:
-        """The blobs of one file, as the loader reads them, each with its text when the
-        file is JSON (None: YAML) and whether it holds a float; a parse problem is a
-        finding and ends the file. JSON is read one object at a time, never held twice."""
+    ) -> Iterator[tuple[dict[str, Any], dc.Origin, _Span | None]]:
+        """The blobs of one file, as the loader reads them, each with where its text is
+        when the file is JSON (None: YAML); a parse problem is a finding and ends the
+        file. JSON is read one object at a time, never held twice."""
         try:
             text = load.read_catalog_text(path, self.base)
         except InputError as exc:
@@ -175,25 +178,24 @@ class _Builder:
         if text.lstrip().startswith("{"):
             try:
                 for data, line, start, end, floats in load.iter_json_spans(text, file):
-                    yield data, dc.Origin(file, line), text[start:end], floats
+                    yield data, dc.Origin(file, line), (text, start, end, floats)
             except InputError as exc:
                 self.load_findings.append(Finding("parse", "error", exc.message, file, exc.line))
             return
         blobs, problems = load.parse_blobs(text, file)
         self.load_findings.extend(problems)
         for blob in blobs:
-            yield blob.data, blob.origin, None, False
+            yield blob.data, blob.origin, None
 
     def add_blob(
         self,
         data: dict[str, Any],
         origin: dc.Origin,
         source: str,
-        raw: str | None = None,
-        has_float: bool = False,
+        raw: _Span | None = None,
     ) -> None:
-        """One blob into the store and the model; ``raw`` its JSON text (None: from YAML),
-        ``has_float`` whether that holds a number with a fraction or exponent."""
+        """One blob into the store and the model; ``raw`` where its JSON text is (None:
+        read from YAML)."""
         config = dc.DeclarativeConfig()
         problem = load.decode_blob(load.RawBlob(data, origin), config)
         if problem is not None:
@@ -215,9 +217,7 @@ class _Builder:
         for bundle in config.bundles:  # the full blob is dropped after this: keep it lean
             if self.model.add_bundle(bundle) is not None:
                 self.bundle_blobs[(bundle.package, bundle.name)] = (ref, source)
-                self.value_texts[(bundle.package, bundle.name)] = _value_texts(
-                    bundle, raw, has_float
-                )
+                self.value_texts[(bundle.package, bundle.name)] = _value_texts(bundle, raw)
         for channel in config.channels:
             self.model.add_channel(channel)
         for deprecation in config.deprecations:
