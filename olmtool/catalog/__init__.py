@@ -16,7 +16,7 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
-        "olmtool.catalog.choices": ("BundlePayload", "CatalogFormat", "GraphView"),
+        "olmtool.catalog.choices": ("BundlePayload", "CatalogFormat", "GraphView", "OpmCompat"),
         "olmtool.catalog.bundle_checks": ("inspect_bundle",),
         "olmtool.catalog.checks": ("CHECKS",),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
@@ -80,6 +80,7 @@ __all__ = [
     "Finding",
     "GraphView",
     "LoadResult",
+    "OpmCompat",
     "PackageView",
     "PublishResult",
     "Report",

@@ -15,6 +15,7 @@ import semver
 
 from olmtool.bundle import names_registry
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.render import (
@@ -243,16 +244,19 @@ def assemble_package(
     base: Path,
     payload: BundlePayload,
     warnings: list[Finding] | None = None,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> dc.DeclarativeConfig:
-    """One package's FBC from its bundles or its template; what publishing chose or
-    ignored where opm does the same is added to ``warnings``."""
+    """One package's FBC from its bundles or its template (read and rendered as the opm
+    ``opm_compat`` names does); what publishing chose or ignored where opm does the same
+    is added to ``warnings``."""
     if source.template:
-        config = _from_template(base / source.template, payload, source.name, warnings)
+        path = base / source.template
+        config = _from_template(path, payload, source.name, warnings, opm_compat)
         wrong = sorted({p for p in config.package_names() if p != source.name})
         if wrong:
             raise InputError(
                 f"the template renders package(s) {', '.join(wrong)}, not {source.name!r}",
-                path=base / source.template,
+                path=path,
             )
     else:
         bundles = render_sources(source, base, payload)
@@ -269,11 +273,15 @@ def assemble_package(
 
 
 def _from_template(
-    path: Path, payload: BundlePayload, package: str, warnings: list[Finding] | None
+    path: Path,
+    payload: BundlePayload,
+    package: str,
+    warnings: list[Finding] | None,
+    opm_compat: OpmCompat,
 ) -> dc.DeclarativeConfig:
     from olmtool.catalog.templates import load_template, render_template
 
-    template = load_template(path)
+    template = load_template(path, opm_compat)
     for key, line in getattr(template, "ignored", ()):
         if warnings is not None:
             warnings.append(
@@ -321,7 +329,9 @@ def publish(settings: CatalogSettings, base: Path, *, check: bool = False) -> Pu
     payload = BundlePayload(settings.payload)
     result = PublishResult(root)
     assembled = {
-        source.name: assemble_package(source, base, payload, result.warnings)
+        source.name: assemble_package(
+            source, base, payload, result.warnings, OpmCompat(settings.opm_compat)
+        )
         for source in settings.packages
     }
     for name, config in assembled.items():
