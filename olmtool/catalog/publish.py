@@ -15,6 +15,7 @@ import semver
 
 from olmtool.bundle import names_registry
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.render import (
@@ -245,18 +246,21 @@ def assemble_package(
     base: Path,
     payload: BundlePayload,
     warnings: list[Finding] | None = None,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> dc.DeclarativeConfig:
-    """One package's FBC from its bundles or its template; what publishing chose or
-    ignored where opm does the same is added to ``warnings``."""
+    """One package's FBC from its bundles or its template (read and rendered as the opm
+    ``opm_compat`` names does); what publishing chose or ignored where opm does the same
+    is added to ``warnings``."""
     if source.template:
+        path = base / source.template
         config = _from_template(
-            base / source.template, payload, source.name, warnings, source.image or ""
+            path, payload, source.name, warnings, opm_compat, image_pattern=source.image or ""
         )
         wrong = sorted({p for p in config.package_names() if p != source.name})
         if wrong:
             raise InputError(
                 f"the template renders package(s) {', '.join(wrong)}, not {source.name!r}",
-                path=base / source.template,
+                path=path,
             )
     else:
         bundles = render_sources(source, base, payload)
@@ -277,11 +281,13 @@ def _from_template(
     payload: BundlePayload,
     package: str,
     warnings: list[Finding] | None,
+    opm_compat: OpmCompat,
+    *,
     image_pattern: str = "",
 ) -> dc.DeclarativeConfig:
     from olmtool.catalog.templates import load_template, render_template
 
-    template = load_template(path)
+    template = load_template(path, opm_compat)
     for key, line in getattr(template, "ignored", ()):
         if warnings is not None:
             warnings.append(
@@ -361,7 +367,9 @@ def publish(
     payload = BundlePayload(settings.payload)
     result = PublishResult(root)
     assembled = {
-        source.name: assemble_package(source, base, payload, result.warnings)
+        source.name: assemble_package(
+            source, base, payload, result.warnings, OpmCompat(settings.opm_compat)
+        )
         for source in settings.packages
     }
     if not allow_empty_image:

@@ -220,6 +220,7 @@ FLAGS = {
     "next_version": "NEXT",
     "node": "--no-node",
     "package": "--package",
+    "opm_compat": "--opm-compat",
     "probe": "--probe",
     "probe_path": "--probe-path",
     "registry": "--registry",
