@@ -18,6 +18,7 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
+from olmtool.catalog.publish_guard import check_package, refuse_empty_images
 from olmtool.catalog.render import (
     CATALOG_LABEL,
     BundlePayload,
@@ -25,12 +26,11 @@ from olmtool.catalog.render import (
     render_opened,
 )
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
-from olmtool.catalog.validate import Report, validate_config
 from olmtool.catalog.write import CatalogFormat, write_package
 from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.fsutil import TreeDiff, is_staging, remove_stale, write_atomic
 from olmtool.images import Image, build_image
-from olmtool.waivers import WaivedFinding, Waiver, waive
+from olmtool.waivers import WaivedFinding, Waiver
 
 CONFIGS_DIR = "/configs"
 
@@ -315,36 +315,6 @@ def template_renderer(
         return rendered.bundle
 
     return renderer
-
-
-def check_package(
-    config: dc.DeclarativeConfig, package: str, waivers: Sequence[Waiver] = ()
-) -> Report:
-    """Validate a package before writing it; errors stop publishing (unless waived).
-    Returns the report: its warnings and waived findings."""
-    report = validate_config(config)
-    waive(report, waivers, checks=())  # unused waivers are validate's to report
-    if report.errors:
-        first = report.errors[0]
-        more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
-        raise InputError(
-            f"catalog package {package!r} would be invalid, nothing written: {first}{more}"
-        )
-    return report
-
-
-def refuse_empty_images(assembled: dict[str, dc.DeclarativeConfig]) -> None:
-    """A bundle published with ``image: ''`` is one OLM v1 cannot install and OLM v0 only
-    from its objects: refused unless asked for (``allow_empty_image``)."""
-    for package, config in assembled.items():
-        for bundle in config.bundles:
-            if not bundle.image:
-                raise ArgumentError(
-                    f"is needed to publish bundle {bundle.name} of package {package!r} with "
-                    f"image '' (or give the package an image pattern in catalog.packages, "
-                    f"e.g. image: registry.example.com/{package}-bundle:{{version}})",
-                    argument="allow_empty_image",
-                )
 
 
 # --- publishing ---------------------------------------------------------------------------

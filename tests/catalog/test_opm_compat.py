@@ -145,6 +145,7 @@ def test_publish_reads_opm_compat_from_the_catalog_settings(tmp_path: Path) -> N
     (project / "olmtool.yaml").write_text(
         "catalog:\n  opmCompat: '1.26'\n"
         "  packages:\n    - name: etcd-operator\n      template: template.yaml\n"
+        "      image: example.com/etcd-operator-bundle:{version}\n"
     )
     result = _publish(project)
     assert not result.failed
