@@ -16,6 +16,8 @@ Example::
       name: localhost:5000/olmtool/etcd-operator
       packages: [operator/etcd_operator]
       entrypoint: [python3, -m, etcd_operator]
+    validate:                        # see olmtool.waivers
+      ignore: [{check: good-practices/channel-name, reason: alpha is our preview channel}]
 
 Paths are relative to the directory holding ``olmtool.yaml``. Commands look for the
 file in the current directory and its parents, or take ``--config``.
@@ -26,7 +28,7 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -35,8 +37,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from olmtool import kyaml
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
-from olmtool.errors import InputError, InputErrors, ProjectNotFound, setting_problem
+from olmtool.errors import (
+    InputError,
+    InputErrors,
+    ProjectNotFound,
+    display_path,
+    setting_problem,
+)
 from olmtool.images import ImageSettings
+from olmtool.waivers import ValidateSettings, Waiver
 
 CONFIG_NAME = "olmtool.yaml"
 MAX_PROBLEMS = 20  # past this, "... and N more": the first ones are what to fix first
@@ -57,6 +66,8 @@ class Settings(_Section):
     bundle: BundleSettings | None = None
     catalog: CatalogSettings | None = None
     image: ImageSettings | None = None
+    # "validate" would shadow pydantic's BaseModel.validate: the key is an alias
+    validation: ValidateSettings | None = Field(None, alias="validate")
 
 
 @dataclass(frozen=True)
@@ -66,9 +77,25 @@ class Project:
     settings: Settings
     root: Path
     file: Path
+    source: kyaml.YamlFile | None = field(default=None, repr=False, compare=False)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
+
+    def line_at(self, path: str) -> int | None:
+        """The line of a key path (``validate.ignore[0]``) in the project file."""
+        return self.source.line_at(0, path) if self.source else None
+
+    @property
+    def waivers(self) -> list[Waiver]:
+        """The ``validate.ignore`` waivers, each naming its file and line as its source."""
+        if self.settings.validation is None:
+            return []
+        name = display_path(self.file)
+        return [
+            setting.waiver(f"{name}:{self.line_at(f'validate.ignore[{index}]') or 1}")
+            for index, setting in enumerate(self.settings.validation.ignore)
+        ]
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -104,7 +131,7 @@ def parse_project(text: str, path: Path) -> Project:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise settings_error(exc, source, path) from None
-    return Project(settings=settings, root=path.parent, file=path)
+    return Project(settings=settings, root=path.parent, file=path, source=source)
 
 
 def settings_error(exc: ValidationError, source: kyaml.YamlFile, path: Path) -> InputError:
@@ -158,9 +185,9 @@ def _step(kind: Any, part: int | str) -> list[Any]:
                 found.extend(get_args(each)[:1])
         elif _is_model(each):
             found.extend(
-                field.annotation
-                for name, field in each.model_fields.items()
-                if part in (name, field.alias)
+                info.annotation
+                for name, info in each.model_fields.items()
+                if part in (name, info.alias)
             )
         elif origin in (dict, Mapping):
             found.extend(get_args(each)[1:2])
@@ -182,4 +209,4 @@ def _is_model(kind: Any) -> bool:
 
 
 def _keys(model: type[BaseModel]) -> list[str]:
-    return [field.alias or name for name, field in model.model_fields.items()]
+    return [info.alias or name for name, info in model.model_fields.items()]

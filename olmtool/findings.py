@@ -46,9 +46,21 @@ class Finding:
 @dataclass
 class Findings:
     """A validation's findings and its verdict: it passes when none is an error (with
-    ``strict``, none is a warning either)."""
+    ``strict``, none is a warning either). Findings a waiver accepted
+    (:mod:`olmtool.waivers`) are in ``waived``, outside the verdict; waivers that matched
+    nothing in ``unused_waivers``."""
 
     findings: list[Any] = field(default_factory=list)
+    waived: list[Any] = field(default_factory=list)  # waivers.WaivedFinding
+    unused_waivers: list[Any] = field(default_factory=list)  # waivers.Waiver
+
+    def waiver_dicts(self, origin_of: Any) -> dict[str, list[dict[str, Any]]]:
+        """``waived`` (each finding with its origin, reason and waiver) and
+        ``unused_waivers``, for ``-o json``: present, maybe empty, in every report."""
+        return {
+            "waived": [w.as_dict(origin=origin_of(w.finding.check)) for w in self.waived],
+            "unused_waivers": [w.as_dict() for w in self.unused_waivers],
+        }
 
     @property
     def errors(self) -> list[Any]:

@@ -20,6 +20,7 @@ from olmtool.bundle import (
     build_bundle,
     bundle_image,
     check_rebuild,
+    origin_of,
     write_bundle,
 )
 from olmtool.errors import ArgumentError, InputError, display_path
@@ -65,6 +66,8 @@ class ReleaseBuild:
             "removed": self.difference.removed,
             "replaced": self.bundle.replaced,
             "kept": self.bundle.kept,
+            # build refusals validate.ignore accepted (an example its CRD rejects, ...)
+            "waived": [w.as_dict(origin=origin_of(w.finding.check)) for w in self.bundle.waived],
         }
         if self.image:
             data.update(self.image.as_dict())
@@ -124,7 +127,9 @@ def bundle_build(
     be rewritten (frozen, or older with changed shared CRDs: see
     :mod:`olmtool.bundle.rebuild`) is left as it is and fails the result. With
     ``image``, also save each written release's bundle image (``{version}`` expands in
-    the reference and layout; default layout ``build/oci/<package>-<version>``)."""
+    the reference and layout; default layout ``build/oci/<package>-<version>``). What
+    would stop a build under a check id that ``validate.ignore`` waives is built and
+    listed as waived."""
     project, settings = project_section(config, "bundle")
     chosen = select_releases(settings.resolved_releases(), version, all_releases)
     targets = [_image_target(r, image, several=len(chosen) > 1) if image else None for r in chosen]
@@ -134,7 +139,13 @@ def bundle_build(
         if progress:
             progress(f"rendering {release.version}")
         rendered.append(
-            build_bundle(release.settings, project.root, crd_dir=crd_dir, config=project.file)
+            build_bundle(
+                release.settings,
+                project.root,
+                crd_dir=crd_dir,
+                config=project.file,
+                waivers=project.waivers,
+            )
         )
     builds = [
         _write(release, bundle, target, check=check, progress=progress)

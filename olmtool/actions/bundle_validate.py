@@ -12,18 +12,32 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from olmtool.actions._project import project_waivers
 from olmtool.bundle import CHECKS, Report, open_bundle, select_suites, validate_bundle
 from olmtool.findings import CheckRow
+from olmtool.waivers import parse_waivers, waive
 
 
 def bundle_validate(
-    source: str | Path, *, select: Iterable[str] = (), k8s_version: str | None = None
+    source: str | Path,
+    *,
+    select: Iterable[str] = (),
+    k8s_version: str | None = None,
+    ignore: Iterable[str] = (),
+    config: Path | None = None,
 ) -> Report:
     """Validate the bundle ``source`` names (a directory, OCI layout or image reference,
-    see :mod:`olmtool.bundle.source`) with the default suites plus ``select``."""
+    see :mod:`olmtool.bundle.source`) with the default suites plus ``select``.
+
+    ``ignore`` waives findings (``CHECK[:FILE][=REASON]``, see :mod:`olmtool.waivers`),
+    as does ``validate.ignore`` of ``config`` (default: ``olmtool.yaml`` found upward)."""
+    waivers = parse_waivers(ignore, known=CHECKS)
     suites = select_suites(select)
+    waivers += project_waivers(config)
     with open_bundle(source) as bundle:
-        return validate_bundle(bundle, suites=suites, k8s_version=k8s_version)
+        report = validate_bundle(bundle, suites=suites, k8s_version=k8s_version)
+    waive(report, waivers, checks=CHECKS)
+    return report
 
 
 def bundle_checks() -> list[CheckRow]:

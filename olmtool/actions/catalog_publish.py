@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.actions._project import project_section
-from olmtool.catalog import PublishResult, catalog_image, publish
+from olmtool.catalog import PublishResult, catalog_image, origin_of, publish
 from olmtool.errors import display_path
 from olmtool.images import ImageTarget, SavedImage, save_image
 
@@ -42,6 +42,7 @@ class CatalogPublishResult:
             },
             "dockerfile": display_path(result.dockerfile) if result.dockerfile else None,
             "warnings": [w.as_dict() for w in result.warnings],
+            "waived": [w.as_dict(origin=origin_of(w.finding.check)) for w in result.waived],
         }
         if self.image:
             data.update(self.image.as_dict())
@@ -53,14 +54,25 @@ def catalog_publish(
     config: Path | None = None,
     check: bool = False,
     image: ImageTarget | None = None,
+    allow_empty_image: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> CatalogPublishResult:
     """Render, validate and write every package of the project's ``catalog:`` section
-    (or, with ``check``, only compare); with ``image``, also save the catalog image."""
+    (or, with ``check``, only compare); with ``image``, also save the catalog image.
+    Validation findings ``validate.ignore`` waives do not stop publishing; bundles
+    without image (directories of a package without ``image:``) only with
+    ``allow_empty_image``."""
     project, settings = project_section(config, "catalog")
     if progress:
         progress("rendering bundles")
-    result = CatalogPublishResult(publish(settings, project.root, check=check), check)
+    published = publish(
+        settings,
+        project.root,
+        check=check,
+        waivers=project.waivers,
+        allow_empty_image=allow_empty_image,
+    )
+    result = CatalogPublishResult(published, check)
     if image:
         result.image = save_image(
             catalog_image(result.publish.root),

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from olmtool.catalog import OpmCompat
 from olmtool.serve import CatalogIndex, RunningServer, build_index, start_server
 
 
@@ -30,11 +31,13 @@ def catalog_serve(
     log: Callable[[str], None] | None = None,
     ready: Callable[[RunningServer], None] | None = None,
     stop: threading.Event,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> None:
     """Index the catalog, serve it until ``stop`` is set, then shut down cleanly.
 
     ``ready`` is called once the index is built and both servers listen; ``http_port``
-    None turns the HTTP API off; port 0 picks a free one.
+    None turns the HTTP API off; port 0 picks a free one. ``opm_compat`` 1.26 answers
+    gRPC byte for byte as opm v1.26 does.
     """
     server = start_server(
         directory,
@@ -44,6 +47,7 @@ def catalog_serve(
         catalog_name=catalog_name,
         cache_dir=cache_dir,
         log=log,
+        opm_compat=opm_compat,
     )
     try:
         if ready:

@@ -6,15 +6,32 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
-from olmtool.catalog import Report, check_rows, validate_catalog
+from olmtool.actions._project import project_waivers
+from olmtool.catalog import CHECKS, Report, check_rows, select_catalog_suites, validate_catalog
 from olmtool.findings import CheckRow
+from olmtool.waivers import parse_waivers, waive
 
 
-def catalog_validate(directory: str | Path) -> Report:
-    """Load the catalog under ``directory`` (or one file) and check it."""
-    return validate_catalog(directory)
+def catalog_validate(
+    directory: str | Path,
+    *,
+    select: Iterable[str] = (),
+    ignore: Iterable[str] = (),
+    config: Path | None = None,
+) -> Report:
+    """Load the catalog under ``directory`` (or one file) and check it; ``select`` adds
+    optional suites (``olm-v1``). ``ignore`` waives findings (``CHECK[:FILE][=REASON]``,
+    see :mod:`olmtool.waivers`), as does ``validate.ignore`` of ``config`` (default:
+    ``olmtool.yaml`` found upward)."""
+    waivers = parse_waivers(ignore, known=CHECKS)
+    suites = select_catalog_suites(select)
+    waivers += project_waivers(config)
+    report = validate_catalog(directory, suites=suites)
+    waive(report, waivers, checks=CHECKS)
+    return report
 
 
 def catalog_checks() -> list[CheckRow]:

@@ -20,11 +20,13 @@ from olmtool.bundle.csv import generate_csv, merge_into_base
 from olmtool.bundle.dependencies import metadata_files
 from olmtool.bundle.examples import example_problems
 from olmtool.bundle.metadata import carry_over
+from olmtool.bundle.model import Finding
 from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.bundle.settings import BundleSettings
 from olmtool.bundle.webhooks import apply_webhooks
-from olmtool.errors import InputError
+from olmtool.errors import InputError, display_path
 from olmtool.fsutil import TreeDiff, diff_tree, remove_stale, write_tree
+from olmtool.waivers import WaivedFinding, Waiver, apply_waivers
 
 ICON_MEDIATYPES = {
     ".svg": "image/svg+xml",
@@ -73,6 +75,23 @@ class BuiltBundle:
     # hand-written ones a generated file replaces (olmtool.bundle.metadata)
     kept: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
+    waived: list[WaivedFinding] = field(default_factory=list)  # refusals a waiver accepted
+
+
+class _Refusals:
+    """What stops a build under a check id of ``bundle validate`` (an example its CRD
+    rejects, a monitoring object the apiserver refuses), unless a waiver accepts it."""
+
+    def __init__(self, waivers: Sequence[Waiver]) -> None:
+        self.waivers = waivers
+        self.waived: list[WaivedFinding] = []
+
+    def refuse(self, check: str, message: str, path: Path, line: int | None) -> None:
+        finding = Finding(check, "error", message, display_path(path), line)
+        outcome = apply_waivers([finding], self.waivers, checks=())
+        if not outcome.waived:
+            raise InputError(message, path=path, line=line)
+        self.waived += outcome.waived
 
 
 def build_bundle(
@@ -81,13 +100,17 @@ def build_bundle(
     *,
     crd_dir: str | None = None,
     config: Path | None = None,
+    waivers: Sequence[Waiver] = (),
 ) -> BuiltBundle:
     """Render the bundle described by ``settings`` (paths relative to ``root``; errors
-    about the settings name ``config``, default ``root/olmtool.yaml``)."""
+    about the settings name ``config``, default ``root/olmtool.yaml``); what ``waivers``
+    accept (``bundle/example-invalid``, ``objects/monitoring``) does not stop it and is
+    listed in ``waived``."""
+    refusals = _Refusals(waivers)
     crds = _read_crds(root / (settings.crds or crd_dir or "config/crd"))
-    extras = list(_read_extra_manifests(settings, root))
+    extras = list(_read_extra_manifests(settings, root, refusals))
     examples = list(_read_sources(root, settings.examples, what="examples"))
-    _check_examples(examples, [c.document for c in crds])
+    _check_examples(examples, [c.document for c in crds], refusals)
     base = _read_base(root / settings.base) if settings.base else None
     icon = _read_icon(root / settings.csv.icon) if settings.csv.icon else None
 
@@ -108,6 +131,7 @@ def build_bundle(
     )
     bundle = BuiltBundle(root / settings.output / settings.package / settings.version)
     bundle.labels = labels
+    bundle.waived = refusals.waived
     manifests = bundle.files
     manifests[f"manifests/{settings.package}.clusterserviceversion.yaml"] = yamlio.dump_document(
         csv, header=header
@@ -190,7 +214,9 @@ def _read_crds(directory: Path) -> list[Source]:
     return crds
 
 
-def _read_extra_manifests(settings: BundleSettings, root: Path) -> Iterator[Source]:
+def _read_extra_manifests(
+    settings: BundleSettings, root: Path, refusals: _Refusals
+) -> Iterator[Source]:
     for source in _read_sources(root, settings.manifests, what="manifests"):
         kind = _kind(source)
         if kind in (fmt.CSV_KIND, fmt.CRD_KIND):
@@ -211,21 +237,23 @@ def _read_extra_manifests(settings: BundleSettings, root: Path) -> Iterator[Sour
         metadata = source.document.get("metadata") or {}
         if not metadata.get("name"):
             raise InputError(f"{kind} has no metadata.name", path=source.file, line=source.line)
-        _check_monitoring(source)
+        _check_monitoring(source, refusals)
         yield source
 
 
-def _check_monitoring(source: Source) -> None:
+def _check_monitoring(source: Source, refusals: _Refusals) -> None:
     """A ServiceMonitor or PrometheusRule the apiserver or Prometheus would refuse stops the
-    build, like an example its CRD would reject (warnings are left to ``bundle validate``)."""
+    build (unless waived), like an example its CRD would reject (warnings are left to
+    ``bundle validate``)."""
     for problem in monitoring_problems(source.document):
         if problem.severity == "error":
             where = f"{problem.path}: " if problem.path else ""
             line = source.line_at(problem.path) if problem.path else None
-            raise InputError(
+            refusals.refuse(
+                "objects/monitoring",
                 f"{_describe(source.document)}: {where}{problem.message}",
-                path=source.file,
-                line=line or source.line,
+                source.file,
+                line or source.line,
             )
 
 
@@ -265,14 +293,15 @@ def _describe(document: dict[str, Any]) -> str:
     return f"{document.get('kind')} {(document.get('metadata') or {}).get('name')}"
 
 
-def _check_examples(examples: Sequence[Source], crds: Sequence[Any]) -> None:
+def _check_examples(examples: Sequence[Source], crds: Sequence[Any], refusals: _Refusals) -> None:
     documents = [e.document for e in examples]
     for problem in example_problems(documents, list(crds)):
         source = examples[problem.index]
-        raise InputError(
+        refusals.refuse(
+            "bundle/example-invalid",
             f"example {_describe(source.document)}: {problem.message}",
-            path=source.file,
-            line=source.line,
+            source.file,
+            source.line,
         )
 
 

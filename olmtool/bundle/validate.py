@@ -7,7 +7,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, SUITES, Check, Context
+from olmtool.bundle.checks import (
+    DEFAULT_SUITES,
+    OPTIONAL_SUITES,
+    SUITES,
+    TARGET_SUITES,
+    Check,
+    Context,
+)
 from olmtool.bundle.checks.table import origin_of
 from olmtool.bundle.model import Bundle, Finding
 from olmtool.errors import ArgumentError, InputError
@@ -35,20 +42,21 @@ class Report(Findings):
             "warnings": len(self.warnings),
             # origin: "upstream" (operator-framework/api, opm) or "olmtool" (beyond them)
             "findings": [{**f.as_dict(), "origin": origin_of(f.check)} for f in self.findings],
+            **self.waiver_dicts(origin_of),
         }
 
 
 def select_suites(selected: Iterable[str] = ()) -> tuple[str, ...]:
-    """Default suites plus the selected ones (comma lists allowed; ``all`` for every suite)."""
+    """Default suites plus the selected ones (comma lists allowed; ``all`` for every
+    optional suite; target suites such as ``olm-v1`` only by name)."""
     names = [n.strip() for item in selected for n in item.split(",") if n.strip()]
     unknown = sorted(set(names) - set(SUITES) - {ALL})
     if unknown:
         raise InputError(
             f"unknown suite {', '.join(unknown)} (suites: {', '.join([*SUITES, ALL])})"
         )
-    if ALL in names:
-        return (*DEFAULT_SUITES, *OPTIONAL_SUITES)
-    return (*DEFAULT_SUITES, *(s for s in OPTIONAL_SUITES if s in names))
+    optional = OPTIONAL_SUITES if ALL in names else [s for s in OPTIONAL_SUITES if s in names]
+    return (*DEFAULT_SUITES, *optional, *(s for s in TARGET_SUITES if s in names))
 
 
 def parse_k8s_version(text: str | None):

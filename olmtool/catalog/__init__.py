@@ -16,9 +16,15 @@ from olmtool._lazy import lazy_package
 lazy_package(
     __name__,
     {
-        "olmtool.catalog.choices": ("BundlePayload", "CatalogFormat", "GraphView"),
+        "olmtool.catalog.choices": (
+            "CATALOG_SUITES",
+            "BundlePayload",
+            "CatalogFormat",
+            "GraphView",
+            "OpmCompat",
+        ),
         "olmtool.catalog.bundle_checks": ("inspect_bundle",),
-        "olmtool.catalog.checks": ("CHECKS",),
+        "olmtool.catalog.checks": ("CHECKS", "origin_of"),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
         "olmtool.catalog.error_tree": ("error_tree_lines",),
         "olmtool.catalog.findings": ("Finding",),
@@ -57,6 +63,7 @@ lazy_package(
             "check_model",
             "check_rows",
             "report",
+            "select_catalog_suites",
             "validate_catalog",
             "validate_config",
         ),
@@ -69,6 +76,7 @@ lazy_package(
 )
 
 __all__ = [
+    "CATALOG_SUITES",
     "CHECKS",
     "AddResult",
     "BundlePayload",
@@ -80,6 +88,7 @@ __all__ = [
     "Finding",
     "GraphView",
     "LoadResult",
+    "OpmCompat",
     "PackageView",
     "PublishResult",
     "Report",
@@ -94,6 +103,7 @@ __all__ = [
     "load_catalog_strict",
     "load_template",
     "mermaid",
+    "origin_of",
     "package_views",
     "publish",
     "render",
@@ -102,6 +112,7 @@ __all__ = [
     "render_config",
     "render_template",
     "report",
+    "select_catalog_suites",
     "upgrade_paths",
     "validate_catalog",
     "validate_config",

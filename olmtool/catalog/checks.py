@@ -14,7 +14,8 @@ from olmtool.findings import CheckRow, Origin
 
 # check id -> (severity, what it catches). "extra:" marks checks opm does not make: their
 # origin is "olmtool" (else "upstream": opm's verdict and severity), and they warn, since
-# opm serves such catalogs and OLM installs from them.
+# opm serves such catalogs and OLM installs from them; only the olm-v1 suite's, run when
+# selected, are errors where OLM v1 refuses.
 CHECKS: dict[str, tuple[Severity, str]] = {
     "parse": ("error", "a file is not valid JSON or YAML"),
     "duplicate-key": ("error", "schema/package/name given twice in different case"),
@@ -61,6 +62,20 @@ CHECKS: dict[str, tuple[Severity, str]] = {
     ),
     "related-image-empty": ("warning", "extra: a related image without an image"),
     "icon": ("warning", "extra: the package icon is not base64 image data"),
+    # olm-v1 (--select olm-v1): what OLM v1 (operator-controller) refuses; errors, since
+    # OLM v1 certainly fails the ClusterExtension (see olmtool.catalog.olmv1)
+    "olm-v1/install-modes": ("error", "extra: a bundle without AllNamespaces (OLM v1 refuses)"),
+    "olm-v1/dependencies": (
+        "error",
+        "extra: olm.package.required/olm.gvk.required/olm.constraint (OLM v1 refuses)",
+    ),
+    "olm-v1/webhooks": ("error", "extra: a CSV with webhookdefinitions (OLM v1 refuses)"),
+    "olm-v1/api-services": ("error", "extra: a bundle owning API services (OLM v1 refuses)"),
+    "olm-v1/image-empty": ("error", "extra: a bundle without image (OLM v1 pulls the image)"),
+    "olm-v1/upgrade-blocked": (
+        "warning",
+        "extra: the OLM v1 next bundle of an upgrade is one OLM v1 cannot install",
+    ),
 }
 
 _ORDER = {check: index for index, check in enumerate(CHECKS)}

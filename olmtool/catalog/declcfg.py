@@ -153,6 +153,8 @@ class Meta:
     name: str
     blob: dict[str, Any]
     origin: Origin = field(default_factory=Origin)
+    # the blob's JSON text as opm holds it, where render knows it (catalog.opmtext)
+    raw: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -207,9 +209,12 @@ def _properties(properties: list[Property], raw: bool = False) -> list[dict[str,
 
 
 def package_blob(package: Package) -> dict[str, Any]:
-    blob: dict[str, Any] = {"schema": SCHEMA_PACKAGE, "name": package.name}
-    if package.default_channel:
-        blob["defaultChannel"] = package.default_channel
+    # defaultChannel has no omitempty in opm's declcfg.Package: "" is written too
+    blob: dict[str, Any] = {
+        "schema": SCHEMA_PACKAGE,
+        "name": package.name,
+        "defaultChannel": package.default_channel,
+    }
     if package.icon is not None:
         blob["icon"] = {"base64data": package.icon.base64data, "mediatype": package.icon.mediatype}
     if package.description:
@@ -292,13 +297,15 @@ def by_package(config: DeclarativeConfig) -> dict[str, DeclarativeConfig]:
 def blobs(config: DeclarativeConfig, *, raw: bool = False) -> list[dict[str, Any]]:
     """Every blob in opm's order: package by package (sorted), and within one its package
     blob, channels, bundles, other schemas, deprecations, each sorted by name. With
-    ``raw``, bundle property values that carry their JSON text are written as that text."""
+    ``raw``, bundle property values and other blobs that carry their JSON text are
+    written as that text."""
     out: list[dict[str, Any]] = []
     for part in by_package(config).values():
         out += [package_blob(p) for p in sorted(part.packages, key=lambda p: p.name)]
         out += [channel_blob(c) for c in sorted(part.channels, key=lambda c: c.name)]
         out += [bundle_blob(b, raw=raw) for b in sorted(part.bundles, key=lambda b: b.name)]
-        out += [m.blob for m in sorted(part.others, key=lambda m: (m.schema, m.name))]
+        others = sorted(part.others, key=lambda m: (m.schema, m.name))
+        out += [RawJSON(m.raw) if raw and m.raw is not None else m.blob for m in others]
         out += [deprecation_blob(d) for d in part.deprecations]
     return out
 
@@ -306,6 +313,9 @@ def blobs(config: DeclarativeConfig, *, raw: bool = False) -> list[dict[str, Any
 def to_json(blob: Any, *, indent: int | None = 4) -> str:
     """JSON as Go's encoder writes it with SetEscapeHTML(false) (and U+2028/9 escaped);
     :class:`RawJSON` values are written as their text, compacted and re-indented."""
+    if isinstance(blob, RawJSON):  # a whole blob kept as text: compacted, re-indented
+        text = gojson.compact(blob)
+        return gojson.indent(text, "", " " * indent) if indent else text
     separators = (",", ": ") if indent else (",", ":")
     raws: list[str] = []
     if isinstance(blob, dict) and any(

@@ -27,9 +27,15 @@ def _leaf(finding: Finding) -> str:
     return f"{marker}{finding.message} [{finding.check}]{where}"
 
 
+def _invalid(findings: list[Finding]) -> str:
+    """'invalid ' for a branch holding an error; warnings alone do not invalidate it."""
+    return "invalid " if any(f.severity == "error" for f in findings) else ""
+
+
 def error_tree_lines(findings: list[Finding]) -> list[str]:
-    """opm's "invalid index" tree: package, then channel/bundle, then the messages."""
-    lines = ["invalid index:"]
+    """opm's "invalid index" tree: package, then channel/bundle, then the messages. Only
+    errors make an index invalid: a tree of warnings alone is headed "warnings:"."""
+    lines = ["invalid index:" if _invalid(findings) else "warnings:"]
 
     def branch(items: list[tuple[str, Any]], prefix: str) -> None:
         for index, (label, children) in enumerate(items):
@@ -44,11 +50,12 @@ def error_tree_lines(findings: list[Finding]) -> list[str]:
         for scope, items in scopes.items():
             leaves = [(_leaf(f), None) for f in items]
             if scope:
-                children.append((f"invalid {scope}:", leaves))
+                children.append((f"{_invalid(items)}{scope}:", leaves))
             else:
                 children.extend(leaves)
         if package:
-            top.append((f'invalid package "{package}":', children))
+            items = [f for group in scopes.values() for f in group]
+            top.append((f'{_invalid(items)}package "{package}":', children))
         else:
             top.extend(children)
     branch(top, "")

@@ -77,7 +77,7 @@ def _package_of(catalog: ResolvedCatalog, name: str) -> Package:
     return catalog.packages.get(name) or Package(name)
 
 
-def _go_quote(text: str) -> str:
+def go_quote(text: str) -> str:
     """``text`` as Go's ``%q`` writes it (strconv.Quote)."""
     escapes = {
         '"': '\\"',
@@ -153,15 +153,15 @@ def mermaid(
 
         channel_id = f"{channel.package}-{channel.name}"
         lines = bodies.setdefault(channel.package, [])
-        lines.append(f"    %% channel {_go_quote(channel.name)}")
-        lines.append(f"    subgraph {channel_id}[{_go_quote(channel.name)}]")
+        lines.append(f"    %% channel {go_quote(channel.name)}")
+        lines.append(f"    subgraph {channel_id}[{go_quote(channel.name)}]")
         if channel.deprecation is not None:
             deprecated_channel_ids.append(channel_id)
 
         skipped: set[str] = set()
         for name in _newest_first(names, versions):
             entry_id = f"{channel_id}-{name}"
-            lines.append(f"      {entry_id}[{_go_quote(name)}]")
+            lines.append(f"      {entry_id}[{go_quote(name)}]")
             bundle = owner.bundles.get(name)
             is_deprecated = bundle is not None and bundle.deprecation is not None
             if is_deprecated and name in skipped:
@@ -174,8 +174,8 @@ def mermaid(
             for edge in sorted(edges_to.get(name, []), key=lambda e: _EDGE_ORDER[e.kind]):
                 label = f'"skipRange({edge.range})"' if edge.kind == "skipRange" else edge.kind
                 lines.append(
-                    f"      {channel_id}-{edge.from_}[{_go_quote(edge.from_)}]-- {label} --> "
-                    f"{entry_id}[{_go_quote(name)}]"
+                    f"      {channel_id}-{edge.from_}[{go_quote(edge.from_)}]-- {label} --> "
+                    f"{entry_id}[{go_quote(name)}]"
                 )
                 # opm's v0 semantics: a bundle skipped by a newer entry is never upgraded
                 # to, so links into it (and repeated skips of it) are drawn as dead ends.
@@ -191,8 +191,8 @@ def mermaid(
 
     out = ["graph LR\n", CLASS_DEFS]
     for name in sorted(bodies):
-        out.append(f"  %% package {_go_quote(name)}\n")
-        out.append(f"  subgraph {_go_quote(name)}\n")
+        out.append(f"  %% package {go_quote(name)}\n")
+        out.append(f"  subgraph {go_quote(name)}\n")
         out.extend(line + "\n" for line in bodies[name])
         out.append("  end\n")
     for name in sorted(bodies):
@@ -353,8 +353,14 @@ def upgrade_paths(config: dc.DeclarativeConfig, *, package: str | None = None) -
     catalog = build_model(config)
     paths: list[UpgradePath] = []
     for channel in _channels(catalog, config, package):
-        paths += _channel_paths(channel, catalog.packages[channel.package])
+        paths += channel_upgrade_paths(channel, catalog.packages[channel.package])
     return paths
+
+
+def channel_upgrade_paths(channel: Channel, owner: Package) -> list[UpgradePath]:
+    """:func:`upgrade_paths` of one channel of a model already built (``owner`` is the
+    channel's package), entries newest first."""
+    return _channel_paths(channel, owner)
 
 
 def _channel_paths(channel: Channel, owner: Package) -> list[UpgradePath]:

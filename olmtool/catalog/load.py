@@ -215,8 +215,8 @@ def _float(number: str) -> float:
 
 
 # Go's decoder is stricter than Python's: NaN, Infinity and -Infinity are no JSON values,
-# numbers beyond float64 are errors. (Numbers are rare in catalogs: the hooks cost little.)
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_int=_int, parse_float=_float)
+# numbers beyond float64 are errors (iter_json_spans' decoder has these hooks). Numbers
+# are rare in catalogs: the hooks cost little.
 _CONSTANT = re.compile(r"(?<=[:\[,])[ \t\r\n]*-?(?:NaN|Infinity)\b")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -229,16 +229,35 @@ def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int
     ``\\<``, numbers beyond float64); a lone UTF-16 surrogate becomes U+FFFD, as Go
     decodes it. An object nested deeper than :data:`inputlimits.MAX_DEPTH` is an error.
     """
+    for data, line, _, _, _ in iter_json_spans(text, file):
+        yield data, line
+
+
+def iter_json_spans(text: str, file: str) -> Iterator[tuple[dict[str, Any], int, int, int, bool]]:
+    """:func:`iter_json_stream`, each object also with where its text starts and ends and
+    whether it holds a number with a fraction or exponent (a float, whose text Python's
+    value may not give back: ``1.50``, ``1E5``)."""
     inputlimits.ensure_recursion_room()
     position, line, length = 0, 1, len(text)
     surrogates = _SURROGATE_ESCAPE.search(text) is not None
+    floats = 0
+
+    def counted_float(number: str) -> float:
+        nonlocal floats
+        floats += 1
+        return _float(number)
+
+    decoder = json.JSONDecoder(
+        parse_constant=_refuse_constant, parse_int=_int, parse_float=counted_float
+    )
     while True:
         start = _WHITESPACE.match(text, position).end()  # type: ignore[union-attr]
         line += text.count("\n", position, start)
         if start >= length:
             return
+        seen = floats
         try:
-            data, end = _DECODER.raw_decode(text, start)
+            data, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"invalid JSON: {exc.msg} (column {exc.colno})", path=file, line=exc.lineno
@@ -261,7 +280,7 @@ def iter_json_stream(text: str, file: str) -> Iterator[tuple[dict[str, Any], int
             raise InputError(inputlimits.too_deep_message("JSON"), path=file, line=where)
         if not isinstance(data, dict):
             raise InputError(f"expected a JSON object, found {_kind(data)}", path=file, line=line)
-        yield (_replace_surrogates(data) if surrogates else data), line
+        yield (_replace_surrogates(data) if surrogates else data), line, start, end, floats > seen
         line += text.count("\n", start, end)
         position = end
 

@@ -7,7 +7,7 @@ broken bundle or graph leaves the existing catalog exactly as it was.
 from __future__ import annotations
 
 import glob
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,8 +15,10 @@ import semver
 
 from olmtool.bundle import looks_like_path, names_registry
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
+from olmtool.catalog.publish_guard import check_package, refuse_empty_images
 from olmtool.catalog.render import (
     CATALOG_LABEL,
     BundlePayload,
@@ -24,11 +26,11 @@ from olmtool.catalog.render import (
     render_opened,
 )
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
-from olmtool.catalog.validate import validate_config
 from olmtool.catalog.write import CatalogFormat, write_package
 from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.fsutil import TreeDiff, is_staging, remove_stale, write_atomic
 from olmtool.images import Image, build_image
+from olmtool.waivers import WaivedFinding, Waiver
 
 CONFIGS_DIR = "/configs"
 
@@ -40,6 +42,7 @@ class PublishResult:
     dockerfile: Path | None = None
     dockerfile_stale: bool = False
     warnings: list[Finding] = field(default_factory=list)
+    waived: list[WaivedFinding] = field(default_factory=list)
 
     @property
     def stale(self) -> bool:
@@ -244,16 +247,21 @@ def assemble_package(
     base: Path,
     payload: BundlePayload,
     warnings: list[Finding] | None = None,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> dc.DeclarativeConfig:
-    """One package's FBC from its bundles or its template; what publishing chose or
-    ignored where opm does the same is added to ``warnings``."""
+    """One package's FBC from its bundles or its template (read and rendered as the opm
+    ``opm_compat`` names does); what publishing chose or ignored where opm does the same
+    is added to ``warnings``."""
     if source.template:
-        config = _from_template(base / source.template, payload, source.name, warnings)
+        path = base / source.template
+        config = _from_template(
+            path, payload, source.name, warnings, opm_compat, image_pattern=source.image or ""
+        )
         wrong = sorted({p for p in config.package_names() if p != source.name})
         if wrong:
             raise InputError(
                 f"the template renders package(s) {', '.join(wrong)}, not {source.name!r}",
-                path=base / source.template,
+                path=path,
             )
     else:
         bundles = render_sources(source, base, payload)
@@ -270,11 +278,17 @@ def assemble_package(
 
 
 def _from_template(
-    path: Path, payload: BundlePayload, package: str, warnings: list[Finding] | None
+    path: Path,
+    payload: BundlePayload,
+    package: str,
+    warnings: list[Finding] | None,
+    opm_compat: OpmCompat,
+    *,
+    image_pattern: str = "",
 ) -> dc.DeclarativeConfig:
     from olmtool.catalog.templates import load_template, render_template
 
-    template = load_template(path)
+    template = load_template(path, opm_compat)
     for key, line in getattr(template, "ignored", ()):
         if warnings is not None:
             warnings.append(
@@ -287,46 +301,54 @@ def _from_template(
                     package=package,
                 )
             )
-    return render_template(template, template_renderer(path.parent, payload))
+    return render_template(template, template_renderer(path.parent, payload, image_pattern))
 
 
-def template_renderer(base: Path, payload: BundlePayload) -> Callable[[str], dc.Bundle]:
-    """Render a template's bundle reference: a directory (relative to the template), an
-    OCI layout or an image."""
+def template_renderer(
+    base: Path, payload: BundlePayload, image_pattern: str = ""
+) -> Callable[[str], dc.Bundle]:
+    """Render a template's bundle reference: a directory (relative to the template) or
+    an OCI layout, whose pull spec is ``image_pattern`` filled in (the package's
+    ``image:``), or an image (its own reference)."""
 
     def renderer(reference: str) -> dc.Bundle:
-        return render_opened(reference, base=base, payload=payload).bundle
+        rendered = render_opened(reference, base=base, payload=payload, image_pattern=image_pattern)
+        return rendered.bundle
 
     return renderer
-
-
-def check_package(config: dc.DeclarativeConfig, package: str) -> list[Finding]:
-    """Validate a package before writing it; errors stop publishing. Returns warnings."""
-    report = validate_config(config)
-    if report.errors:
-        first = report.errors[0]
-        more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
-        raise InputError(
-            f"catalog package {package!r} would be invalid, nothing written: {first}{more}"
-        )
-    return report.warnings
 
 
 # --- publishing ---------------------------------------------------------------------------
 
 
-def publish(settings: CatalogSettings, base: Path, *, check: bool = False) -> PublishResult:
-    """Regenerate every configured package under the catalog root, and the Dockerfile."""
+def publish(
+    settings: CatalogSettings,
+    base: Path,
+    *,
+    check: bool = False,
+    waivers: Sequence[Waiver] = (),
+    allow_empty_image: bool = False,
+) -> PublishResult:
+    """Regenerate every configured package under the catalog root, and the Dockerfile.
+
+    ``waivers`` (olmtool.yaml's ``validate.ignore``) accept validation findings; a bundle
+    without image is refused unless ``allow_empty_image``."""
     root = base / settings.output
     fmt = CatalogFormat(settings.format)
     payload = BundlePayload(settings.payload)
     result = PublishResult(root)
     assembled = {
-        source.name: assemble_package(source, base, payload, result.warnings)
+        source.name: assemble_package(
+            source, base, payload, result.warnings, OpmCompat(settings.opm_compat)
+        )
         for source in settings.packages
     }
+    if not allow_empty_image:
+        refuse_empty_images(assembled)
     for name, config in assembled.items():
-        result.warnings += check_package(config, name)
+        report = check_package(config, name, waivers)
+        result.warnings += report.warnings
+        result.waived += report.waived
     for name, config in assembled.items():
         result.packages[name] = write_package(config, root, name, fmt, check=check)
     # The Dockerfile depends on the settings only (the root's name, the base image), never

@@ -29,8 +29,9 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog import opm_bundle
 from olmtool.catalog import properties as props
 from olmtool.catalog.choices import BundlePayload
-from olmtool.catalog.load import load_catalog_strict, load_texts, read_catalog_text, walk_catalog
+from olmtool.catalog.load import read_catalog_text, walk_catalog
 from olmtool.catalog.opm_bundle import dig
+from olmtool.catalog.opmtext import load_catalog_as_opm, load_texts_as_opm
 from olmtool.errors import InputError, display_path
 from olmtool.images import expand_image
 
@@ -97,7 +98,7 @@ def render_source(
         if resolved.path.is_dir() and (resolved.path / fmt.MANIFESTS_DIR).is_dir():
             bundle = render_bundle_dir(resolved.path, payload=payload).bundle
             return dc.DeclarativeConfig(bundles=[bundle])
-        return load_catalog_strict(resolved.path)
+        return load_catalog_as_opm(resolved.path)  # values and other blobs as opm holds them
     return render_image(resolved, payload=payload)
 
 
@@ -176,11 +177,7 @@ def _image_catalog(reference: str, root: Path, configs_label: str) -> dc.Declara
                 texts[name(path)] = read_catalog_text(path, configs)
             except InputError as exc:
                 raise InputError(exc.message, path=name(path)) from None
-    result = load_texts(texts)
-    if result.errors:
-        first = result.errors[0]
-        raise InputError(first.message, path=first.file, line=first.line)
-    return result.config
+    return load_texts_as_opm(texts)  # property values and other blobs as opm holds them
 
 
 def render_bundle(

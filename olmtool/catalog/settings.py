@@ -5,6 +5,7 @@ Example::
     catalog:
       output: catalog                 # the FBC root; catalog.Dockerfile goes beside it
       format: yaml
+      opmCompat: latest               # "1.26": templates render as opm v1.26 renders them
       packages:
         - name: etcd-operator
           bundles: ["bundle/etcd-operator/*"]     # bundle directories (globs) or images
@@ -56,7 +57,9 @@ class DeprecationSetting(_Section):
 class PackageSource(_Section):
     name: str = Field(min_length=1)
     bundles: list[str] = []
-    image: str | None = None  # pull spec for directory bundles; {package} and {version} expand
+    # pull spec for directory bundles (of ``bundles`` or the template); {package} and
+    # {version} expand; without it publishing refuses unless told (--allow-empty-image)
+    image: str | None = None
     template: str | None = None
     default_channel: str | None = None
     deprecations: list[DeprecationSetting] = []
@@ -84,4 +87,6 @@ class CatalogSettings(_Section):
     payload: Literal["objects", "csv-metadata"] = "objects"
     dockerfile: str | None = None  # default: <output>.Dockerfile beside the root
     base_image: str = DEFAULT_BASE_IMAGE
+    # which opm semver templates render like: newer opm's edges, or "1.26" (docs/opm-compat.md)
+    opm_compat: Literal["latest", "1.26"] = "latest"
     packages: list[PackageSource] = Field(min_length=1)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from olmtool.catalog.model import (
     build_model,
     distances_to_head,
 )
+from olmtool.catalog.olmv1 import OLM_V1, check_olm_v1, select_catalog_suites
 from olmtool.errors import InputError
 from olmtool.findings import Findings
 from olmtool.versions import VersionIndex, parse_range
@@ -48,6 +49,7 @@ __all__ = [
     "error_tree_lines",
     "error_tree_text",
     "report",
+    "select_catalog_suites",
     "validate_catalog",
     "validate_config",
 ]
@@ -66,22 +68,30 @@ class Report(Findings):
             data["error"] = {"message": error_tree_text(self.findings)}
         # origin: "upstream" (opm's check) or "olmtool" (beyond opm)
         data["findings"] = [{**f.as_dict(), "origin": origin_of(f.check)} for f in self.findings]
+        data.update(self.waiver_dicts(origin_of))
         return data
 
 
-def validate_catalog(root: str | Path) -> Report:
-    """Load the catalog below ``root`` and validate it."""
+def validate_catalog(root: str | Path, *, suites: Sequence[str] = ()) -> Report:
+    """Load the catalog below ``root`` and validate it (plus the optional ``suites``)."""
     result = load_catalog(root)
     if not result.config.package_names() and not result.findings:
         raise InputError("holds no catalog blobs", path=root)
-    return validate_config(result.config, load_findings=result.findings)
+    return validate_config(result.config, load_findings=result.findings, suites=suites)
 
 
 def validate_config(
-    config: dc.DeclarativeConfig, *, load_findings: Iterable[Finding] = ()
+    config: dc.DeclarativeConfig,
+    *,
+    load_findings: Iterable[Finding] = (),
+    suites: Sequence[str] = (),
 ) -> Report:
+    """Validate a loaded catalog; ``suites`` adds optional suites (``olm-v1``)."""
     catalog = build_model(config, inspect_bundle=inspect_bundle)
-    return report([*load_findings, *catalog.findings, *check_model(catalog)])
+    found = [*load_findings, *catalog.findings, *check_model(catalog)]
+    if OLM_V1 in suites:
+        found += check_olm_v1(config, catalog)
+    return report(found)
 
 
 def report(findings: Iterable[Finding]) -> Report:

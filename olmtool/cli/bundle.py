@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from olmtool import actions
-from olmtool.bundle import OPTIONAL_SUITES
+from olmtool.bundle import OPTIONAL_SUITES, TARGET_SUITES
 from olmtool.cli import output as out
 from olmtool.errors import display_path
 
@@ -81,6 +81,7 @@ def _print_build(result: BundleBuildResult) -> None:
 def _print_release(release: ReleaseBuild, check: bool) -> None:
     bundle, difference = release.bundle, release.difference
     where = out.escape(display_path(bundle.directory))
+    out.print_waived(bundle.waived)
     frozen = " (frozen)" if release.frozen else ""
     if release.refused:
         out.stdout.print(f"bundle {where}: [red]refused[/]: {out.escape(release.refused)}")
@@ -228,7 +229,8 @@ def validate(
         None,
         "--select",
         "-s",
-        help=f"Optional suites to run too ({', '.join(OPTIONAL_SUITES)}, or all); comma lists allowed.",
+        help=f"Optional suites to run too ({', '.join(OPTIONAL_SUITES)}, or all; "
+        f"{', '.join(TARGET_SUITES)} only by name); comma lists allowed.",
     ),
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too."),
     k8s_version: str | None = typer.Option(
@@ -239,23 +241,29 @@ def validate(
     list_checks: bool = typer.Option(
         False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
     ),
+    ignore: list[str] = out.ignore_option("bundle validate"),
+    config: Path | None = out.ConfigOption,
     output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Check a bundle as OLM and operator-framework's validators would, and more.
 
-    Always-on suites: loader, format, content, csv, crd, bundle, objects.
+    Always-on suites: loader, format, content, csv, crd, bundle, objects. The olm-v1
+    suite (--select olm-v1) reports what OLM v1 (operator-controller) refuses.
 
     Upstream checks give operator-framework/api's and opm's verdict; olmtool's own
     checks are errors only where OLM, opm or the apiserver would refuse the bundle
     (--list-checks says which is which).
 
-    Exit 0 when valid, 1 on errors (or on warnings with --strict).
+    Exit 0 when valid, 1 on errors (or on warnings with --strict); waived findings
+    (--ignore, olmtool.yaml's validate.ignore) do not count.
 
     Examples:
 
       olmtool bundle validate bundle/etcd-operator/0.3.0 --strict --select all
 
-      olmtool bundle validate 127.0.0.1:5000/etcd-operator-bundle:0.3.0 -o json
+      olmtool bundle validate DIR --strict --select all --ignore good-practices/channel-name="alpha is our preview channel"
+
+      olmtool bundle validate 127.0.0.1:5000/etcd-operator-bundle:0.3.0 --select olm-v1 -o json
 
       olmtool bundle validate --list-checks
     """
@@ -264,14 +272,23 @@ def validate(
         return
     if target is None:
         raise typer.BadParameter("a bundle directory or image is required", param_hint="TARGET")
-    report = actions.bundle_validate(target, select=select or [], k8s_version=k8s_version)
+    with out.usage_error("ignore", "--ignore"):
+        report = actions.bundle_validate(
+            target,
+            select=select or [],
+            k8s_version=k8s_version,
+            ignore=ignore or [],
+            config=config,
+        )
 
     def text() -> None:
         out.print_findings(report.findings)
+        out.print_waivers(report)
         verdict = "[green]valid[/]" if report.passed(strict=strict) else "[red]invalid[/]"
         out.stdout.print(
             f"{out.escape(report.bundle)}: {verdict}: {len(report.errors)} error(s), "
-            f"{len(report.warnings)} warning(s) ({', '.join(report.suites)})"
+            f"{len(report.warnings)} warning(s){out.waived_count(report)} "
+            f"({', '.join(report.suites)})"
         )
 
     out.emit(report.as_dict(strict=strict), output, text)

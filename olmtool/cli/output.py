@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,8 +22,9 @@ from olmtool.errors import (
 )
 
 if TYPE_CHECKING:
-    from olmtool.findings import CheckRow, Finding
+    from olmtool.findings import CheckRow, Finding, Findings
     from olmtool.images import ImageTarget, SavedImage
+    from olmtool.waivers import WaivedFinding
 
 T = TypeVar("T")
 
@@ -120,6 +122,55 @@ def print_findings(findings: Iterable[Finding], *, checks: bool = True) -> None:
         stdout.print(f"[{style}]{finding.severity}[/]{check} {escape(str(finding))}")
 
 
+def ignore_option(what: str) -> Any:
+    """``--ignore CHECK[:FILE][=REASON]`` (repeatable): waive findings."""
+    return typer.Option(
+        None,
+        "--ignore",
+        metavar="CHECK[:FILE][=REASON]",
+        help=f"Waive a check's findings (repeatable; FILE: a glob matching the end of the "
+        f"file's path): listed as waived, outside the verdict. olmtool.yaml's "
+        f"validate.ignore adds more. Check ids: {what} --list-checks.",
+    )
+
+
+@contextlib.contextmanager
+def usage_error(argument: str, flag: str) -> Iterator[None]:
+    """An ArgumentError about ``argument`` as a usage error of ``flag`` (exit code 2)."""
+    try:
+        yield
+    except ArgumentError as exc:
+        if exc.argument != argument:
+            raise
+        raise typer.BadParameter(exc.message, param_hint=f"'{flag}'") from None
+
+
+def print_waivers(report: Findings) -> None:
+    """The findings waivers accepted, with their reasons; waivers that matched nothing."""
+    print_waived(report.waived)
+    for waiver in report.unused_waivers:
+        stdout.print(
+            f"note: waiver {escape(waiver.label)} ({escape(waiver.source)}) matched no finding"
+        )
+
+
+def print_waived(waived: Iterable[WaivedFinding], *, checks: bool = True) -> None:
+    """One line per waived finding: check, location, message, the reason and its source."""
+    for item in waived:
+        finding, waiver = item.finding, item.waiver
+        check = f" [dim]\\[{finding.check}][/]" if checks else ""
+        reason = f"{waiver.reason}; " if waiver.reason else ""
+        stdout.print(
+            f"[dim]waived[/]{check} {escape(str(finding))} "
+            f"[dim]({escape(reason)}{escape(waiver.source)})[/]"
+        )
+
+
+def waived_count(report: Findings) -> str:
+    """``, 2 waived`` for a verdict line (nothing when no finding was waived)."""
+    return f", {len(report.waived)} waived" if report.waived else ""
+
+
 def emit_checks(rows: list[CheckRow], fmt: OutputFormat) -> None:
     """``--list-checks``: every check id with its origin, severity and summary."""
 
@@ -155,6 +206,7 @@ def exit_if(failed: bool, *, crashed: bool = False) -> None:
 # Library errors name the keyword argument; these are the flags behind them.
 FLAGS = {
     "all_releases": "--all",
+    "allow_empty_image": "--allow-empty-image",
     "base": "--base",
     "api_version": "--api-version",
     "approval": "--approval",
@@ -177,6 +229,7 @@ FLAGS = {
     "next_version": "NEXT",
     "node": "--no-node",
     "package": "--package",
+    "opm_compat": "--opm-compat",
     "probe": "--probe",
     "probe_path": "--probe-path",
     "registry": "--registry",

@@ -16,6 +16,7 @@ Clients that reset or vanish end their connection quietly: one debug line, no tr
 from __future__ import annotations
 
 import contextlib
+import errno
 import http.client
 import logging
 import math
@@ -326,10 +327,13 @@ class ConnectionServer:
             keep = False
             try:
                 keep = self._handle(connection) and not self._stopping
-            except (ConnectionError, TimeoutError) as exc:
-                log.debug("%s: %s: %s", self._name, _peer(connection), exc or type(exc).__name__)
-            except Exception:
-                log.exception("%s: %s: unexpected error", self._name, _peer(connection))
+            except Exception as exc:
+                if peer_gone(exc):
+                    log.debug(
+                        "%s: %s: %s", self._name, _peer(connection), exc or type(exc).__name__
+                    )
+                else:
+                    log.exception("%s: %s: unexpected error", self._name, _peer(connection))
             if keep:
                 self._returned.append(connection)
                 self._wake()
@@ -338,6 +342,21 @@ class ConnectionServer:
                     self._busy.discard(connection)
                 _shutdown(connection.sock)
                 connection.sock.close()
+
+
+# errnos of a peer that went away which are no ConnectionError (EPIPE, ECONNRESET,
+# ECONNABORTED and ESHUTDOWN are): a socket shut down under a write, a route lost midway
+_PEER_GONE = frozenset(
+    {errno.ENOTCONN, errno.ENETRESET, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN}
+)
+
+
+def peer_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says the client left or stalled (reset, broken pipe, timeout): to
+    be ended quietly, never with a traceback."""
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return isinstance(exc, OSError) and exc.errno in _PEER_GONE
 
 
 def _shutdown(sock: socket.socket) -> None:

@@ -3,7 +3,10 @@
 Semantics follow opm's file-based server (operator-registry ``pkg/cache`` and
 ``pkg/api/model_to_api.go``): bundles come back per channel with the entry's replaces,
 skips and skipRange; the single-bundle RPCs clear replaces and skips; ListBundles leaves out
-the CSV and objects of bundles that have an image. Unlike opm, which answers every miss
+the CSV and objects of bundles that have an image. The strings (csvJson, objects, property
+and dependency values) are opm v1.26's bytes (:mod:`olmtool.serve.apitext`); newer opm's
+deprecations and CSVs synthesized from olm.csv.metadata are added unless ``opm_compat``
+is 1.26. Unlike opm, which answers every miss
 with status UNKNOWN, a miss here is NOT_FOUND and a missing required field INVALID_ARGUMENT
 (OLM only checks that a call failed). The process also serves grpc.health.v1 (SERVING)
 and server reflection, as ``opm serve`` does.
@@ -15,7 +18,6 @@ import base64
 import binascii
 import functools
 import inspect
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,9 +29,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from olmtool import kyaml
+from olmtool.catalog import OpmCompat
 from olmtool.catalog import declcfg as dc
 from olmtool.errors import InputError, InternalError
+from olmtool.serve import apitext
 from olmtool.serve.index import (
     GVK,
     BundleSummary,
@@ -44,9 +47,9 @@ from olmtool.serve.proto import registry_pb2 as pb
 from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Registry"].full_name  # "api.Registry"
-CSV_KIND = "ClusterServiceVersion"
-CSV_API_VERSION = "operators.coreos.com/v1alpha1"
 # Not part of the API: olm.bundle.object would double a CSV projected into annotations.
+# opm v1.26 still served olm.csv.metadata; newer opm hides it (its CSV is synthesized).
+HIDDEN_PROPERTIES_V1_26 = frozenset({dc.PROP_BUNDLE_OBJECT})
 HIDDEN_PROPERTIES = frozenset({dc.PROP_BUNDLE_OBJECT, dc.PROP_CSV_METADATA})
 
 RequestLog = Callable[[str], None]
@@ -118,8 +121,13 @@ def _gvk(request: Any) -> GVK:
 class RegistryServicer(pb_grpc.RegistryServicer):
     """``api.Registry`` answered from the index; bundles are materialised per request."""
 
-    def __init__(self, index: CatalogIndex) -> None:
+    def __init__(self, index: CatalogIndex, opm_compat: OpmCompat = OpmCompat.latest) -> None:
         self.index = index
+        self.opm_compat = OpmCompat(opm_compat)  # 1.26: no deprecations, no synthesized CSVs
+
+    def _bundle(self, channel: ChannelSummary, entry: Entry) -> pb.Bundle:
+        """A single-bundle RPC's answer: replaces and skips left out."""
+        return bundle_message(self.index, channel, entry, trimmed=True, opm_compat=self.opm_compat)
 
     @_rpc
     def ListPackages(self, request: pb.ListPackageRequest, context: Any) -> Iterator[Any]:
@@ -131,11 +139,12 @@ class RegistryServicer(pb_grpc.RegistryServicer):
         _require(name=request.name)
         package = self.index.package(request.name)
         message = pb.Package(name=package.name, defaultChannelName=package.default_channel)
+        newer = self.opm_compat is OpmCompat.latest
         for channel in package.channels.values():
             item = message.channels.add(name=channel.name, csvName=channel.head)
-            if channel.deprecation:
+            if channel.deprecation and newer:
                 item.deprecation.message = channel.deprecation
-        if package.deprecation:
+        if package.deprecation and newer:
             message.deprecation.message = package.deprecation
         return message
 
@@ -143,13 +152,13 @@ class RegistryServicer(pb_grpc.RegistryServicer):
     def GetBundle(self, request: pb.GetBundleRequest, context: Any) -> pb.Bundle:
         _require(pkgName=request.pkgName, channelName=request.channelName, csvName=request.csvName)
         channel, entry = self.index.entry(request.pkgName, request.channelName, request.csvName)
-        return bundle_message(self.index, channel, entry, trimmed=True)
+        return self._bundle(channel, entry)
 
     @_rpc
     def GetBundleForChannel(self, request: pb.GetBundleInChannelRequest, context: Any) -> Any:
         _require(pkgName=request.pkgName, channelName=request.channelName)
         channel = self.index.channel(request.pkgName, request.channelName)
-        return bundle_message(self.index, channel, channel.entries[channel.head], trimmed=True)
+        return self._bundle(channel, channel.entries[channel.head])
 
     @_rpc
     def GetChannelEntriesThatReplace(
@@ -164,7 +173,7 @@ class RegistryServicer(pb_grpc.RegistryServicer):
         channel, entry = self.index.bundle_that_replaces(
             request.csvName, request.pkgName, request.channelName
         )
-        return bundle_message(self.index, channel, entry, trimmed=True)
+        return self._bundle(channel, entry)
 
     @_rpc
     def GetChannelEntriesThatProvide(
@@ -183,14 +192,16 @@ class RegistryServicer(pb_grpc.RegistryServicer):
         self, request: pb.GetDefaultProviderRequest, context: Any
     ) -> Any:
         channel, entry = self.index.default_bundle_that_provides(_gvk(request))
-        return bundle_message(self.index, channel, entry, trimmed=True)
+        return self._bundle(channel, entry)
 
     @_rpc
     def ListBundles(self, request: pb.ListBundlesRequest, context: Any) -> Iterator[pb.Bundle]:
         for channel, entry in self.index.channel_entries():
             if not context.is_active():
                 return
-            yield bundle_message(self.index, channel, entry, listing=True)
+            yield bundle_message(
+                self.index, channel, entry, listing=True, opm_compat=self.opm_compat
+            )
 
 
 def _entries(refs: list[EntryRef]) -> Iterator[pb.ChannelEntry]:
@@ -213,15 +224,21 @@ def bundle_message(
     *,
     trimmed: bool = False,
     listing: bool = False,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> pb.Bundle:
-    """The Bundle message for one channel entry (model_to_api.go).
+    """The Bundle message for one channel entry (model_to_api.go), its strings as opm
+    v1.26 writes them (:mod:`olmtool.serve.apitext`).
 
     ``trimmed``: the single-bundle RPCs leave out replaces and skips. ``listing``:
     ListBundles leaves out csvJson and objects when the bundle has an image, so they are
-    not even decoded then.
+    not even decoded then. ``opm_compat`` latest adds newer opm's deprecation and a CSV
+    synthesized from olm.csv.metadata (then hidden from the properties).
     """
     summary = index.bundle(channel.package, entry.name)
     bundle = index.load_bundle(summary)
+    newer = opm_compat == OpmCompat.latest
+    hidden = HIDDEN_PROPERTIES if newer else HIDDEN_PROPERTIES_V1_26
+    shown = [(n, p) for n, p in enumerate(bundle.properties) if p.type not in hidden]
     message = pb.Bundle(
         csvName=bundle.name,
         packageName=bundle.package,
@@ -231,28 +248,30 @@ def bundle_message(
         skipRange=entry.skip_range,
         providedApis=[_gvk_message(gvk) for gvk in summary.provides],
         requiredApis=[_gvk_message(gvk) for gvk in summary.requires],
-        dependencies=_dependencies(bundle),
-        properties=[
-            pb.Property(type=p.type, value=dc.to_json(p.value, indent=None))
-            for p in bundle.properties
-            if p.type not in HIDDEN_PROPERTIES
-        ],
+        dependencies=_dependencies(summary, bundle),
+        properties=[pb.Property(type=p.type, value=_value_text(summary, n, p)) for n, p in shown],
     )
     if not trimmed:
         message.replaces = entry.replaces
         message.skips.extend(entry.skips)
-    if summary.deprecation:
+    if summary.deprecation and newer:
         message.deprecation.message = summary.deprecation
     if not (listing and bundle.image):
         objects = bundle_objects(index, summary, bundle)
-        csv = next((text for text, obj in objects if obj.get("kind") == CSV_KIND), "")
-        texts = [text for text, _ in objects]
-        if not csv and len(bundle.properties_of(dc.PROP_CSV_METADATA)) == 1:
-            csv = synthesized_csv(index, summary, bundle)
-            texts = texts or [csv]
+        csv = next((text for text in objects if apitext.is_csv(text)), "")
+        if newer and not csv and len(bundle.properties_of(dc.PROP_CSV_METADATA)) == 1:
+            package = index.load_package(index.package(summary.package))
+            csv = apitext.synthesized_csv(bundle, summary.version, package)
+            objects = objects or [csv]
         message.csvJson = csv
-        message.object.extend(texts)
+        message.object.extend(objects)
     return message
+
+
+def _value_text(summary: BundleSummary, number: int, prop: dc.Property) -> str:
+    """Property ``number``'s value as opm v1.26 serves it."""
+    raw = summary.raw_values.get(number) if summary.raw_values else None
+    return apitext.property_text(prop, yaml_source=summary.yaml_source, raw=raw)
 
 
 def _gvk_message(gvk: GVK) -> pb.GroupVersionKind:
@@ -260,31 +279,22 @@ def _gvk_message(gvk: GVK) -> pb.GroupVersionKind:
     return pb.GroupVersionKind(group=group, version=version, kind=kind)
 
 
-def _dependencies(bundle: dc.Bundle) -> list[pb.Dependency]:
-    """olm.gvk.required and olm.package.required as the legacy dependency types."""
+def _dependencies(summary: BundleSummary, bundle: dc.Bundle) -> list[pb.Dependency]:
+    """olm.gvk.required (its value's text) and olm.package.required (rebuilt) as the
+    legacy dependency types, as opm v1.26 turns them."""
     found = []
-    for prop in bundle.properties:
-        value = prop.value if isinstance(prop.value, dict) else {}
+    for number, prop in enumerate(bundle.properties):
         if prop.type == dc.PROP_GVK_REQUIRED:
-            gvk = {k: value.get(k, "") for k in ("group", "kind", "version")}
-            found.append(pb.Dependency(type=dc.PROP_GVK, value=go_json(gvk)))
+            text = _value_text(summary, number, prop)
+            found.append(pb.Dependency(type=dc.PROP_GVK, value=text))
         elif prop.type == dc.PROP_PACKAGE_REQUIRED:
-            package = {
-                "packageName": value.get("packageName", ""),
-                "version": value.get("versionRange", ""),
-            }
-            found.append(pb.Dependency(type=dc.PROP_PACKAGE, value=go_json(package)))
+            value = apitext.package_dependency(prop.value)
+            found.append(pb.Dependency(type=dc.PROP_PACKAGE, value=value))
     return found
 
 
-def bundle_objects(
-    index: CatalogIndex, summary: BundleSummary, bundle: dc.Bundle
-) -> list[tuple[str, dict[str, Any]]]:
-    """Every olm.bundle.object as (JSON text, object), in property order.
-
-    Like opm (sigs.k8s.io/yaml.ToJSON), each manifest is YAML or JSON re-encoded as compact
-    JSON with sorted keys and Go's HTML escaping.
-    """
+def bundle_objects(index: CatalogIndex, summary: BundleSummary, bundle: dc.Bundle) -> list[str]:
+    """Every olm.bundle.object's text as opm v1.26 serves it, in property order."""
     found = []
     for number, prop in enumerate(bundle.properties_of(dc.PROP_BUNDLE_OBJECT)):
         value = prop.value if isinstance(prop.value, dict) else {}
@@ -293,92 +303,12 @@ def bundle_objects(
                 raw = index.read_source(summary.source, str(value["ref"]))
             else:
                 raw = base64.b64decode(str(value.get("data") or ""), validate=True)
-            obj = _manifest(raw)
+            found.append(apitext.object_text(raw))
         except (OSError, ValueError, binascii.Error, InputError) as exc:
             raise UnreadableBundleError(
                 f'bundle "{bundle.name}": olm.bundle.object[{number}] is unreadable: {exc}'
             ) from None
-        found.append((go_json(obj, sort_keys=True), obj if isinstance(obj, dict) else {}))
     return found
-
-
-def _manifest(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return kyaml.load(raw.decode("utf-8", errors="replace"))
-
-
-def synthesized_csv(index: CatalogIndex, summary: BundleSummary, bundle: dc.Bundle) -> str:
-    """A minimal CSV from olm.csv.metadata, for bundles that carry no CSV object.
-
-    Mirrors opm: metadata.name is the bundle, the spec gets the metadata fields, the
-    version, the related images, a stub deployment install strategy (packageserver needs
-    one) and the package's icon and description when the metadata has none. Keys follow
-    the Go struct order of operator-framework/api's ClusterServiceVersion.
-    """
-    meta = bundle.properties_of(dc.PROP_CSV_METADATA)[0].value
-    meta = meta if isinstance(meta, dict) else {}
-    package = index.load_package(index.package(summary.package))
-    metadata: dict[str, Any] = {"name": bundle.name, "creationTimestamp": None}
-    for key in ("labels", "annotations"):
-        if meta.get(key):
-            metadata[key] = meta[key]
-    spec: dict[str, Any] = {
-        "install": {"strategy": "deployment", "spec": {"deployments": None}},
-        "version": summary.version,
-    }
-    _put(spec, "maturity", meta.get("maturity"))
-    spec["customresourcedefinitions"] = meta.get("crdDescriptions") or {}
-    spec["apiservicedefinitions"] = meta.get("apiServiceDefinitions") or {}
-    _put(spec, "nativeAPIs", meta.get("nativeAPIs"))
-    _put(spec, "minKubeVersion", meta.get("minKubeVersion"))
-    spec["displayName"] = meta.get("displayName") or ""
-    _put(spec, "description", meta.get("description") or package.description)
-    for key in ("keywords", "maintainers"):
-        _put(spec, key, meta.get(key))
-    spec["provider"] = meta.get("provider") or {}
-    _put(spec, "links", meta.get("links"))
-    if package.icon is not None:
-        spec["icon"] = [
-            {"base64data": package.icon.base64data, "mediatype": package.icon.mediatype}
-        ]
-    _put(spec, "installModes", meta.get("installModes"))
-    related = [{"name": r.name, "image": r.image} for r in bundle.related_images]
-    _put(spec, "relatedImages", related)
-    spec["cleanup"] = {"enabled": False}
-    csv = {
-        "kind": CSV_KIND,
-        "apiVersion": CSV_API_VERSION,
-        "metadata": metadata,
-        "spec": spec,
-        "status": {"cleanup": {}},
-    }
-    return go_json(csv)
-
-
-def _put(target: dict[str, Any], key: str, value: Any) -> None:
-    """Go's omitempty: leave out empty values."""
-    if value:
-        target[key] = value
-
-
-def go_json(value: Any, *, sort_keys: bool = False) -> str:
-    """Compact JSON as Go's json.Marshal writes it (HTML characters escaped)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
-    for char, escaped in _GO_ESCAPES:
-        text = text.replace(char, escaped)
-    return text
-
-
-# Outside strings JSON has none of these characters, so plain replacement is safe.
-_GO_ESCAPES = (
-    ("<", "\\u003c"),
-    (">", "\\u003e"),
-    ("&", "\\u0026"),
-    ("\u2028", "\\u2028"),
-    ("\u2029", "\\u2029"),
-)
 
 
 # --- the server -----------------------------------------------------------------------------
@@ -487,8 +417,10 @@ def create_grpc_server(
     *,
     log: RequestLog | None = None,
     limits: ServerLimits | None = None,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> tuple[grpc.Server, health.HealthServicer]:
-    """A not yet started server with api.Registry, health (SERVING) and reflection."""
+    """A not yet started server with api.Registry (answering as the opm ``opm_compat``
+    names), health (SERVING) and reflection."""
     limits = limits or ServerLimits()
     interceptors = [RequestLogInterceptor(log)] if log is not None else []
     keepalive_ms = int(limits.grpc_keepalive * 1000)
@@ -506,7 +438,7 @@ def create_grpc_server(
         ],
         maximum_concurrent_rpcs=limits.grpc_max_rpcs,
     )
-    pb_grpc.add_RegistryServicer_to_server(RegistryServicer(index), server)
+    pb_grpc.add_RegistryServicer_to_server(RegistryServicer(index, opm_compat), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     for service in ("", SERVICE_NAME):

@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from olmtool.serve.connections import Connection, ConnectionServer
+from olmtool.serve.connections import Connection, ConnectionServer, peer_gone
 from olmtool.serve.index import BlobRef, CatalogIndex
 from olmtool.serve.limits import ServerLimits, echo
 
@@ -107,17 +107,19 @@ class _Handler(BaseHTTPRequestHandler):
         self.request_version = self.default_request_version
         try:
             self._one_request()
-        except (ConnectionError, TimeoutError) as exc:
+        except Exception as exc:
             self.close_connection = True
-            self.status = 408 if isinstance(exc, TimeoutError) and not self.status else 499
-            log.debug("http %s: %s", self.address_string(), exc or type(exc).__name__)
-        except Exception:
-            log.exception("http %s: %s failed", self.address_string(), echo(self.requestline))
-            self.close_connection = True
-            if not self.status:
-                head = self.command == "HEAD"
-                with contextlib.suppress(OSError):
-                    self._text(HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", head, close=True)
+            if peer_gone(exc):  # the client reset, closed early or stalled: one debug line
+                self.status = 408 if isinstance(exc, TimeoutError) and not self.status else 499
+                log.debug("http %s: %s", self.address_string(), exc or type(exc).__name__)
+            else:
+                log.exception("http %s: %s failed", self.address_string(), echo(self.requestline))
+                if not self.status:
+                    head = self.command == "HEAD"
+                    with contextlib.suppress(OSError):
+                        self._text(
+                            HTTPStatus.INTERNAL_SERVER_ERROR, "internal error", head, close=True
+                        )
         finally:
             if self.server.log is not None and self.requestline:  # a request, not a stray reset
                 elapsed = (time.perf_counter() - started) * 1000

@@ -15,6 +15,7 @@ from types import TracebackType
 import grpc
 from grpc_health.v1 import health
 
+from olmtool.catalog import OpmCompat
 from olmtool.errors import ArgumentError
 from olmtool.serve.grpc_server import RequestLog, create_grpc_server
 from olmtool.serve.http import CatalogdServer
@@ -72,14 +73,17 @@ def start_server(
     log: RequestLog | None = None,
     index: CatalogIndex | None = None,
     limits: ServerLimits | None = None,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> RunningServer:
     """Index ``root`` (unless ``index`` is given) and serve it; port 0 picks a free port.
 
     ``http_port=None`` leaves catalogd's HTTP API off. ``catalog_name`` (the URL's
     ``/catalogs/<name>``) defaults to the catalog directory's name. ``log`` receives one
     line per request. ``limits`` bounds connections, threads, timeouts and request sizes
-    (:class:`ServerLimits`; the defaults suit a catalog server). Raises InputError when
-    the catalog does not load and :class:`PortUnavailable` when a port cannot be bound.
+    (:class:`ServerLimits`; the defaults suit a catalog server). ``opm_compat`` 1.26
+    answers gRPC exactly as opm v1.26 does (no deprecations, no synthesized CSVs). Raises
+    InputError when the catalog does not load and :class:`PortUnavailable` when a port
+    cannot be bound.
     """
     root = Path(root)
     owns_index = index is None
@@ -88,7 +92,7 @@ def start_server(
     name = catalog_name or (root.resolve().name if root.is_dir() else root.resolve().parent.name)
     running = RunningServer(index, "", name, owns_index=owns_index)
     try:
-        _start_grpc(running, host, grpc_port, log, limits)
+        _start_grpc(running, host, grpc_port, log, limits, opm_compat)
         if http_port is not None:
             running._http = _start_http(index, name, host, http_port, log, limits)
             running.http_url = running._http.url
@@ -105,12 +109,15 @@ def _start_grpc(
     port: int,
     log: RequestLog | None,
     limits: ServerLimits | None,
+    opm_compat: OpmCompat = OpmCompat.latest,
 ) -> None:
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     problem = _bind_problem(host, port)
     if problem:
         raise _port_error("grpc_port", port, f"cannot serve gRPC on {address}: {problem}")
-    server, health_servicer = create_grpc_server(running.index, log=log, limits=limits)
+    server, health_servicer = create_grpc_server(
+        running.index, log=log, limits=limits, opm_compat=opm_compat
+    )
     try:
         bound = server.add_insecure_port(address)
     except RuntimeError:

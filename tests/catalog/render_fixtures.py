@@ -520,6 +520,39 @@ def _json_metadata(files: Files) -> None:
     )
 
 
+def _long_description(files: Files) -> None:
+    # a long Markdown description as operators write it: a literal block scalar with long
+    # lines, HTML and entities, a code fence, trailing spaces and non-ASCII (a U+2028 would
+    # end the block: YAML reads it as a line break); long keywords and annotations beside it
+    csv = _csv_of(files)
+    paragraph = (
+        "The <b>gadget</b> operator keeps every gadget & its replicas healthy; it "
+        "reconciles <Gadget> resources, rolls upgrades & reports status. "
+    )
+    lines = ["# Gadget operator", "", *(paragraph * (n % 5 + 1) for n in range(60))]
+    lines += [
+        "",
+        "```yaml",
+        "spec:",
+        "  replicas: 3   ",
+        "```",
+        "",
+        "Ünïcödé, emoji \U0001f680 & done.",
+    ]
+    csv["metadata"]["annotations"]["description"] = paragraph * 40 + "\u2028 \u2029"
+    csv["metadata"]["annotations"]["containerImage"] = OPERATOR_IMAGE
+    csv["spec"]["keywords"] = [f"gadget-<{n}>&" for n in range(50)]
+    csv["spec"]["description"] = "@@DESCRIPTION@@"
+    text = _dump(csv)
+    block = "description: |-\n" + "".join(f"    {line}\n" if line else "\n" for line in lines)
+    marker = next(line for line in text.splitlines() if "@@DESCRIPTION@@" in line)
+    indent = marker[: len(marker) - len(marker.lstrip())]
+    block = "".join(indent + line if line.strip() else line for line in block.splitlines(True))
+    files["manifests/gadget-operator.clusterserviceversion.yaml"] = text.replace(
+        marker + "\n", block
+    )
+
+
 VARIANTS: dict[str, Callable[[Files], None]] = {
     "plain": _plain,
     "dependencies": _dependencies,
@@ -536,6 +569,7 @@ VARIANTS: dict[str, Callable[[Files], None]] = {
     "loose-files": _loose_files,
     "odd-csv": _odd_csv,
     "json-metadata": _json_metadata,
+    "long-description": _long_description,
 }
 
 

@@ -25,6 +25,7 @@ from olmtool.errors import InputError, OlmtoolError
 from tests.test_cli import olmtool
 
 CORPUS = Path(__file__).parent / "corpus"
+NO_WAIVERS = {"waived": [], "unused_waivers": []}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -137,7 +138,7 @@ def test_valid_catalog_passes_strict(here: Path) -> None:
     shutil.copytree(CORPUS / "valid-split", here / "valid")
     report = catalog_validate(Path("valid"))
     assert report.passed(strict=True)
-    assert report.as_dict() == {"passed": True, "findings": []}
+    assert report.as_dict() == {"passed": True, "findings": [], **NO_WAIVERS}
 
 
 def test_warnings_only_passes_without_strict(here: Path) -> None:
@@ -202,7 +203,7 @@ def test_exit_codes_and_machine_output(here: Path) -> None:
     shutil.copytree(CORPUS / "valid-split", here / "valid")
     machine = validate("valid", "-o", "yaml")
     assert machine.returncode == 0, machine.exception
-    assert yaml.safe_load(machine.stdout) == {"passed": True, "findings": []}
+    assert yaml.safe_load(machine.stdout) == {"passed": True, "findings": [], **NO_WAIVERS}
     text = validate("valid/", "--strict")
     assert text.returncode == 0
     assert text.stdout == "valid: valid: 0 error(s), 0 warning(s)\n"
@@ -215,6 +216,18 @@ def test_exit_codes_and_machine_output(here: Path) -> None:
     assert strict.returncode == 1
     assert json.loads(strict.stdout)["passed"] is False
     assert "icon: invalid: 0 error(s), 1 warning(s)" in validate("icon", "--strict").stdout
+
+
+def test_warnings_alone_are_no_invalid_index(here: Path) -> None:
+    """opm's "invalid index" header (and "invalid package") only where there are errors."""
+    shutil.copytree(CORPUS / "icon-mediatype", here / "icon")
+    lines = validate("icon").stdout.splitlines()
+    assert lines[0] == "warnings:"
+    assert lines[1] == '└── package "widget-operator":'
+    assert lines[2].startswith("    └── warning: icon mediatype 'image/bmp'")
+    assert lines[-1] == "icon: valid: 0 error(s), 1 warning(s)"
+    strict = validate("icon", "--strict", "-o", "json")
+    assert json.loads(strict.stdout)["error"]["message"].startswith("warnings:\n")
 
 
 def test_user_error_exits_1(here: Path) -> None:

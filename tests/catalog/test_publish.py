@@ -270,9 +270,13 @@ def test_publish_from_a_semver_template(tmp_path: Path) -> None:
     )
     (project / "olmtool.yaml").write_text(
         "catalog:\n  packages:\n    - name: etcd-operator\n      template: template.yaml\n"
+        "      image: registry.example.com/{package}-bundle:v{version}\n"
     )
     assert not _publish(project).failed
     config = load_catalog_strict(project / "catalog")
+    assert [b.image for b in config.bundles] == [
+        f"registry.example.com/etcd-operator-bundle:v0.{minor}.0" for minor in (1, 2, 3)
+    ]
     assert sorted(c.name for c in config.channels) == ["stable-v0.1", "stable-v0.2", "stable-v0.3"]
     assert config.packages[0].default_channel == "stable-v0.3"
     head = next(c for c in config.channels if c.name == "stable-v0.3").entries[-1]

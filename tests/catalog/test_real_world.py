@@ -122,7 +122,10 @@ def test_opm_accepts_the_odd_gvk_versions(tmp_path: Path) -> None:
 def _project(root: Path, releases: dict[str, dict[str, Any]]) -> Path:
     for version, options in releases.items():
         write_release(root / "bundles", version, **options)
-    package = f"    - name: {PACKAGE}\n      bundles: [bundles/*]\n"
+    package = (
+        f"    - name: {PACKAGE}\n      bundles: [bundles/*]\n"
+        '      image: "example.com/{package}-bundle:{version}"\n'
+    )
     (root / "olmtool.yaml").write_text(
         f"catalog:\n  output: catalog\n  format: json\n  packages:\n{package}"
     )
@@ -309,6 +312,7 @@ def test_basic_template_with_a_name_key_publishes_with_a_warning(tmp_path: Path)
     (tmp_path / "olmtool.yaml").write_text(
         "catalog:\n  output: catalog\n  packages:\n"
         f"    - name: {PACKAGE}\n      template: template.yaml\n"
+        '      image: "example.com/{package}-bundle:{version}"\n'
     )
     config, warnings = _published(tmp_path)
     assert [b.name for b in config.bundles] == [f"{PACKAGE}.v1.0.0"]

@@ -81,7 +81,8 @@ def test_get_bundle_is_trimmed_and_carries_csv_objects_and_api_fields(
     assert bundle.replaces == "" and list(bundle.skips) == []
     csv = json.loads(bundle.csvJson)
     assert csv["kind"] == "ClusterServiceVersion" and csv["metadata"]["name"] == bundle.csvName
-    assert "\\u003cb\\u003e" in bundle.csvJson  # Go's HTML escaping, as opm writes it
+    # JSON object data is served as it is (opm v1.26's yaml.ToJSON): no re-encoding
+    assert '"description": "a <b>db</b> & more"' in bundle.csvJson
     assert [json.loads(o)["kind"] for o in bundle.object] == [
         "ClusterServiceVersion",
         "CustomResourceDefinition",

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -243,3 +245,56 @@ def test_keep_alive_and_pipelined_requests_still_work(served: RunningServer) -> 
         answers.append(response(reader))
     assert [head.split(b"\r\n")[0] for head, _ in answers] == [b"HTTP/1.1 200 OK"] * 4
     assert len({body for _, body in answers}) == 1
+
+
+GZIP_ALL = ALL.replace(b"\r\n\r\n", b"\r\nAccept-Encoding: gzip\r\n\r\n")
+READER = """\
+import socket, sys
+sock = socket.create_connection(("{host}", {port}))
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+sock.sendall({request!r})
+sock.recv(1024)
+print("reading", flush=True)
+while True:
+    sock.recv(16)  # slowly, until killed (like curl killed mid-response)
+"""
+
+
+def test_clients_that_close_early_are_quiet(
+    served: RunningServer, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A client that closes (FIN, not a reset) right after its request, one that
+    reads a little of a large (or gzipped) body and closes, a HEAD left unread, and a
+    client process killed mid-response: each is a request-log line, never a traceback."""
+    caplog.set_level(logging.DEBUG, logger="olmtool.serve")
+    early = [
+        lambda sock: (sock.sendall(ALL), sock.close()),
+        lambda sock: (sock.sendall(GZIP_ALL), sock.close()),
+        lambda sock: (
+            sock.sendall(ALL),
+            sock.shutdown(socket.SHUT_WR),
+            sock.recv(64),
+            sock.close(),
+        ),
+        lambda sock: (sock.sendall(GZIP_ALL * 2), sock.recv(64), sock.close()),
+        lambda sock: (sock.sendall(ALL.replace(b"GET", b"HEAD")), sock.close()),
+    ]
+    for close_early in early:
+        for _ in range(3):
+            close_early(connect(served, small=True))
+    host, port = address(served)
+    client = subprocess.Popen(
+        [sys.executable, "-c", READER.format(host=host, port=port, request=ALL * 2)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert client.stdout is not None and client.stdout.readline() == "reading\n"
+    client.kill()
+    client.wait()
+    lines: list[str] = served.log_lines  # type: ignore[attr-defined]
+    wait_for(lambda: len(lines) >= 3 * len(early) + 1)
+    assert ask(served) == b"HTTP/1.1 200 OK"  # and the server serves on
+    assert any(" 499 " in line for line in lines)
+    out, err = capfd.readouterr()
+    assert "Traceback" not in out + err and "Error" not in err
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.WARNING]

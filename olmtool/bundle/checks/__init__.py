@@ -3,7 +3,7 @@
 Each check is a function ``(bundle, context) -> Iterable[Finding]`` registered under a
 suite. Default suites always run; optional ones (``operatorhub``, ``good-practices``,
 ``deprecated-apis``) run when selected, as with ``operator-sdk bundle validate
---select-optional``. Every check id a check reports has a line in :mod:`.table`: its
+--select-optional``; target suites (``olm-v1``) only when selected by name. Every check id a check reports has a line in :mod:`.table`: its
 origin (upstream or olmtool) and the severities it may take.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import semver
 
 from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.bundle.suites import DEFAULT_SUITES, OPTIONAL_SUITES
+from olmtool.bundle.suites import DEFAULT_SUITES, OPTIONAL_SUITES, TARGET_SUITES
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,9 @@ class Context:
 Check = Callable[[Bundle, Context], Iterable[Finding]]
 CsvCheck = Callable[[Object, Bundle, Context], Iterable[Finding]]
 
-SUITES: dict[str, list[Check]] = {name: [] for name in (*DEFAULT_SUITES, *OPTIONAL_SUITES)}
+SUITES: dict[str, list[Check]] = {
+    name: [] for name in (*DEFAULT_SUITES, *OPTIONAL_SUITES, *TARGET_SUITES)
+}
 
 
 def register(suite: str) -> Callable[[Check], Check]:
@@ -56,16 +58,17 @@ def register_csv(suite: str) -> Callable[[CsvCheck], CsvCheck]:
 
 
 # Registration happens on import.
-from olmtool.bundle.checks import csv, hub, layout, relations, schemas, webhooks  # noqa: E402
+from olmtool.bundle.checks import csv, hub, layout, olmv1, relations, schemas, webhooks  # noqa: E402
 
 __all__ = [
     "DEFAULT_SUITES",
     "OPTIONAL_SUITES",
     "SUITES",
+    "TARGET_SUITES",
     "Check",
     "Context",
     "CsvCheck",
     "register",
     "register_csv",
 ]
-_ = (csv, hub, layout, relations, schemas, webhooks)
+_ = (csv, hub, layout, olmv1, relations, schemas, webhooks)

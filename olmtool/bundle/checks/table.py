@@ -198,6 +198,26 @@ CHECKS: dict[str, CheckInfo] = {
         "an API removed in Kubernetes: error at --k8s-version (else spec.minKubeVersion) "
         "or later, warning before",
     ),
+    # -- olm-v1 (a target suite, selected by name: what operator-controller refuses)
+    "olm-v1/install-modes": _o(
+        E,
+        "AllNamespaces not supported (refused: OLM v1 has no default target namespace, "
+        "operator-controller render.defaultTargetNamespacesForBundle)",
+    ),
+    "olm-v1/dependencies": _o(
+        E,
+        "dependencies: dependencies.yaml, olm.package.required/olm.gvk.required/"
+        "olm.constraint properties, required CRDs or API services (refused: "
+        "operator-controller resolve.NoDependencyValidation)",
+    ),
+    "olm-v1/webhooks": _o(
+        E,
+        "webhookdefinitions (refused: operator-controller convert.Convert without a "
+        "webhook provider feature gate; validators.CheckWebhookSupport)",
+    ),
+    "olm-v1/api-services": _o(
+        E, "owned apiservicedefinitions (refused: operator-controller convert.Convert)"
+    ),
     # -- internal (not a verdict on the bundle: olmtool's own failure)
     "internal/check-crashed": _o(
         E,

@@ -11,7 +11,8 @@ Three template schemas, as operator-registry defines them:
     bundles listed under ``candidate`` / ``fast`` / ``stable``; channels named
     ``<archetype>-v<X>.<Y>`` (minor) and/or ``<archetype>-v<X>`` (major) and their
     replaces/skips edges are generated from the bundle versions, byte for byte like
-    operator-registry's ``alpha/template/semver/semver.go`` (see :func:`semver_channels`).
+    operator-registry's ``alpha/template/semver/semver.go`` (see :func:`semver_channels`),
+    or with ``opm_compat`` 1.26 like opm v1.26.0's semver veneer (:mod:`.semver126`).
 ``olm.template.substitutes``
     ``entries`` of FBC plus ``substitutions: [{name: <bundle ref>, base: <bundle name>}]``:
     the rendered bundle takes over the base bundle's edges and skips it.
@@ -33,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.load import meta_keys
 from olmtool.catalog.templates.basic import (
     BasicTemplate,
@@ -71,11 +73,12 @@ from olmtool.errors import InputError, display_path
 Template = BasicTemplate | SemverTemplate | SubstitutesTemplate
 
 
-def load_template(path: str | Path) -> Template:
+def load_template(path: str | Path, opm_compat: OpmCompat = OpmCompat.latest) -> Template:
     """Read a template file and tell which template it is by its ``schema``.
 
     A file whose first blob is an FBC schema (or that holds several blobs) is the basic
-    template's stream form. Problems are InputErrors with the file and line.
+    template's stream form. Problems are InputErrors with the file and line. ``opm_compat``
+    1.26 reads (and later renders) a semver template as opm v1.26.0 does.
     """
     documents = read_documents(path)
     if not documents:
@@ -92,7 +95,7 @@ def load_template(path: str | Path) -> Template:
         if schema == SCHEMA_BASIC:
             return parse_basic(first)
         if schema == SCHEMA_SEMVER:
-            return parse_semver(first)
+            return parse_semver(first, OpmCompat(opm_compat))
         return parse_substitutes(first)
     if not isinstance(schema, str) or not schema:
         raise first.error('the template has no "schema" key')

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import semver
 
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.templates.documents import (
     Document,
     get_bool,
@@ -48,12 +49,17 @@ class SemverTemplate:
     fast: list[BundleRef] = field(default_factory=list)
     stable: list[BundleRef] = field(default_factory=list)
     line: int | None = None
+    opm_compat: OpmCompat = OpmCompat.latest
+    avoid_skip_patch: bool = False
+    ignored: list[tuple[str, int | None]] = field(default_factory=list)
 
     def bundles_of(self, archetype: str) -> list[BundleRef]:
         return {"candidate": self.candidate, "fast": self.fast, "stable": self.stable}[archetype]
 
 
-def parse_semver(doc: Document) -> SemverTemplate:
+def parse_semver(doc: Document, opm_compat: OpmCompat = OpmCompat.latest) -> SemverTemplate:
+    if opm_compat is OpmCompat.v1_26:
+        return _parse_semver_v1_26(doc)
     allowed = (
         "schema",
         "generateMajorChannels",
@@ -101,6 +107,36 @@ def parse_semver(doc: Document) -> SemverTemplate:
     return template
 
 
+def _parse_semver_v1_26(doc: Document) -> SemverTemplate:
+    """opm v1.26's readFile: a plain (not strict) unmarshal over minor-channel defaults."""
+    allowed = (
+        "schema",
+        "generateMajorChannels",
+        "generateMinorChannels",
+        "avoidSkipPatch",
+        *ARCHETYPES,
+    )
+    unknown: list[str] = []
+    fields = strict_fields(doc, doc.data, (), allowed, SCHEMA_SEMVER, ignored=unknown)
+    minor = get_bool(doc, fields, "generateMinorChannels", ())
+    template = SemverTemplate(
+        file=doc.file,
+        generate_major_channels=get_bool(doc, fields, "generateMajorChannels", ()),
+        generate_minor_channels=minor if "generateminorchannels" in fields else True,
+        line=doc.line,
+        opm_compat=OpmCompat.v1_26,
+        avoid_skip_patch=get_bool(doc, fields, "avoidSkipPatch", ()),
+    )
+    template.ignored += [(f"{SCHEMA_SEMVER}: {key}", doc.line_of(key)) for key in unknown]
+    for archetype in ARCHETYPES:
+        template.bundles_of(archetype).extend(_semver_bundles(doc, fields, archetype))
+    if not any(template.bundles_of(a) for a in ARCHETYPES):
+        raise doc.error(
+            f"{SCHEMA_SEMVER} template lists no bundles (under candidate, fast or stable)"
+        )
+    return template
+
+
 def _semver_bundles(
     doc: Document, fields: dict[str, tuple[str, Any]], archetype: str
 ) -> Iterator[BundleRef]:
@@ -119,7 +155,7 @@ def _semver_bundles(
         yield BundleRef(image, doc.line_of(*path))
 
 
-def _version_key(version: semver.Version) -> tuple[Any, ...]:
+def version_key(version: semver.Version) -> tuple[Any, ...]:
     """Precedence as blang/semver compares (build metadata ignored; numeric identifiers
     below alphanumeric ones; a shorter prerelease below a longer one it prefixes)."""
     if not version.prerelease:
@@ -160,14 +196,26 @@ def render_semver(template: SemverTemplate, renderer: BundleRenderer) -> dc.Decl
     rendered = _render_once(template, renderer)
     package, versions = _versions(template, rendered)
     origin = dc.Origin(template.file, template.line)
-    channels, default_channel = semver_channels(
-        package,
-        versions,
-        major=template.generate_major_channels,
-        minor=template.generate_minor_channels,
-        preference=template.default_channel_type_preference,
-        origin=origin,
-    )
+    if template.opm_compat is OpmCompat.v1_26:
+        from olmtool.catalog.templates.semver126 import semver_channels_v1_26
+
+        channels, default_channel = semver_channels_v1_26(
+            package,
+            versions,
+            major=template.generate_major_channels,
+            minor=template.generate_minor_channels,
+            avoid_skip_patch=template.avoid_skip_patch,
+            origin=origin,
+        )
+    else:
+        channels, default_channel = semver_channels(
+            package,
+            versions,
+            major=template.generate_major_channels,
+            minor=template.generate_minor_channels,
+            preference=template.default_channel_type_preference,
+            origin=origin,
+        )
     return dc.DeclarativeConfig(
         packages=[dc.Package(name=package, default_channel=default_channel, origin=origin)],
         channels=channels,
@@ -261,7 +309,7 @@ class _Slot:
 
     @property
     def sort_key(self) -> tuple[Any, ...]:
-        return (_ARCHETYPE_RANK[self.archetype], _KIND_RANK[self.kind], _version_key(self.version))
+        return (_ARCHETYPE_RANK[self.archetype], _KIND_RANK[self.kind], version_key(self.version))
 
 
 def semver_channels(
@@ -306,7 +354,7 @@ def semver_channels(
     best: tuple[tuple[Any, ...], str] | None = None
     for archetype in ARCHETYPES:
         bundles = versions.get(archetype) or {}
-        for name in sorted(bundles, key=lambda n: (_version_key(bundles[n]), n)):
+        for name in sorted(bundles, key=lambda n: (version_key(bundles[n]), n)):
             version = bundles[name]
             kinds: list[tuple[str, str]] = []
             if major:
@@ -320,7 +368,7 @@ def semver_channels(
                     channels[channel_name] = channel
                     rank = (
                         _ARCHETYPE_RANK[archetype],
-                        _version_key(version),
+                        version_key(version),
                         kind == preference,
                         _KIND_RANK[kind],
                     )

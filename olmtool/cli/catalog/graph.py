@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from olmtool import actions
-from olmtool.catalog import GraphView
-from olmtool.cli.catalog import app
+from olmtool.catalog import GraphView, OpmCompat
+from olmtool.cli.catalog import app, opm_compat_option
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ def graph(
         help="mermaid only: leave out bundles below this version (or below this bundle, "
         "like opm's --minimum-edge).",
     ),
+    opm_compat: OpmCompat = opm_compat_option("mermaid: the graph"),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Show a catalog's upgrade graph, and the upgrade paths OLM would take.
@@ -57,6 +58,8 @@ def graph(
 
       olmtool catalog graph catalog/ --format mermaid > graph.mmd
 
+      olmtool catalog graph catalog/ -f mermaid --opm-compat 1.26   # opm v1.26's bytes
+
       olmtool catalog graph catalog/ --format paths -o json
     """
     if output is not OutputFormat.text and fmt is not GraphView.paths:
@@ -65,8 +68,14 @@ def graph(
         )
     if minimum_version is not None and fmt is not GraphView.mermaid:
         raise typer.BadParameter("needs --format mermaid", param_hint="'--minimum-version'")
+    if opm_compat is not OpmCompat.latest and fmt is not GraphView.mermaid:
+        raise typer.BadParameter("needs --format mermaid", param_hint="'--opm-compat'")
     graph = actions.catalog_graph(
-        directory, view=fmt, package=package, minimum_version=minimum_version
+        directory,
+        view=fmt,
+        package=package,
+        minimum_version=minimum_version,
+        opm_compat=opm_compat,
     )
     if fmt is GraphView.mermaid:
         sys.stdout.write(graph.mermaid)

@@ -26,12 +26,21 @@ def publish_command(
     image: str | None = IMAGE,
     layout: Path | None = LAYOUT,
     push_image: bool = PUSH,
+    allow_empty_image: bool = typer.Option(
+        False,
+        "--allow-empty-image",
+        help="Publish bundle directories of a package without image: as image '' "
+        "(OLM v0 installs them from their objects; OLM v1 cannot).",
+    ),
     output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Write catalog/<package>/ from the catalog section of olmtool.yaml.
 
     Every package is rendered from its bundles (or template) and validated before
-    anything is written; a failure leaves the existing catalog untouched.
+    anything is written; a failure leaves the existing catalog untouched. Bundle
+    directories get the package's image: pattern ({package}, {version}) as pull spec;
+    without one, publishing refuses unless --allow-empty-image. Findings olmtool.yaml's
+    validate.ignore waives do not stop it.
 
     Examples:
 
@@ -43,7 +52,12 @@ def publish_command(
     """
     target = out.image_target(image, layout, push_image)
     result = out.with_progress(
-        "publishing", actions.catalog_publish, config=config, check=check, image=target
+        "publishing",
+        actions.catalog_publish,
+        config=config,
+        check=check,
+        image=target,
+        allow_empty_image=allow_empty_image,
     )
     out.emit(result.as_dict(), output, lambda: _print_publish(result))
     out.exit_if(result.failed)
@@ -58,6 +72,7 @@ def _state(stale: bool, check: bool) -> str:
 def _print_publish(result: CatalogPublishResult) -> None:
     published, check = result.publish, result.check
     out.print_findings(published.warnings)
+    out.print_waived(published.waived)
     for name, difference in published.packages.items():
         if check:
             out.print_diffs(difference.diffs)

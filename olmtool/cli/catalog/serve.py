@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from olmtool import actions
-from olmtool.cli.catalog import app
+from olmtool.catalog import OpmCompat
+from olmtool.cli.catalog import app, opm_compat_option
 from olmtool.cli.output import escape, stderr, stdout
 from olmtool.errors import UsageError, display_path
 
@@ -51,6 +52,7 @@ def serve(
     log_requests: bool = typer.Option(
         True, "--log-requests/--quiet", help="Log one line per request to stderr."
     ),
+    opm_compat: OpmCompat = opm_compat_option("gRPC answers"),
 ) -> None:
     """Serve a file-based catalog like `opm serve`, plus catalogd's HTTP API (OLM v1).
 
@@ -67,6 +69,8 @@ def serve(
       olmtool catalog serve catalog/ --grpc-port 50052 --http-port 0 --quiet
 
       olmtool catalog serve catalog/ --cache-dir cache/ --cache-only
+
+      olmtool catalog serve catalog/ --opm-compat 1.26   # no deprecations, as opm v1.26
 
       grpcurl -plaintext localhost:50051 api.Registry/ListPackages
     """
@@ -89,6 +93,7 @@ def serve(
         log=(lambda line: stderr.print(escape(line))) if log_requests else None,
         ready=lambda server: _serving(server, stop),
         stop=stop,
+        opm_compat=opm_compat,
     )
     stderr.print("shutting down")
 

@@ -7,16 +7,9 @@ from pathlib import Path
 import typer
 
 from olmtool import actions
+from olmtool.catalog import CATALOG_SUITES
+from olmtool.cli import output as out
 from olmtool.cli.catalog import app
-from olmtool.cli.output import (
-    OutputFormat,
-    OutputOption,
-    emit,
-    emit_checks,
-    escape,
-    exit_if,
-    stdout,
-)
 from olmtool.errors import display_path
 
 
@@ -26,19 +19,30 @@ def validate(
         None, help="The catalog's root directory (or one file)."
     ),
     strict: bool = typer.Option(False, "--strict", help="Warnings fail too."),
+    select: list[str] = typer.Option(
+        None,
+        "--select",
+        "-s",
+        help=f"Optional suites to run too ({', '.join(CATALOG_SUITES)}: what OLM v1 "
+        "cannot install or upgrade to); comma lists allowed.",
+    ),
     list_checks: bool = typer.Option(
         False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
     ),
-    output: OutputFormat = OutputOption,
+    ignore: list[str] = out.ignore_option("catalog validate"),
+    config: Path | None = out.ConfigOption,
+    output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Check a file-based catalog the way `opm validate` does, and more.
 
     Beyond opm (warnings; --list-checks shows each check's origin): skips naming
     nothing, skipRanges matching nothing, CSV replaces that disagree with the channel,
     bundles with no upgrade path to the head, a default channel whose head is older
-    than another channel's, GVK and icon sanity.
+    than another channel's, GVK and icon sanity. --select olm-v1 adds the bundles OLM v1
+    cannot install (errors) and the upgrades that resolve to them (warnings).
 
-    Exit 0 when valid, 1 on errors (or on warnings with --strict).
+    Exit 0 when valid, 1 on errors (or on warnings with --strict); waived findings
+    (--ignore, olmtool.yaml's validate.ignore) do not count.
 
     Examples:
 
@@ -46,14 +50,19 @@ def validate(
 
       olmtool catalog validate catalog/ --strict -o json
 
+      olmtool catalog validate catalog/ --select olm-v1 --ignore 'olm-v1/image-empty:legacy/*=served to OLM v0 only'
+
       olmtool catalog validate --list-checks
     """
     if list_checks:
-        emit_checks(actions.catalog_checks(), output)
+        out.emit_checks(actions.catalog_checks(), output)
         return
     if directory is None:
         raise typer.BadParameter("a catalog directory is required", param_hint="DIRECTORY")
-    report = actions.catalog_validate(directory)
+    with out.usage_error("ignore", "--ignore"):
+        report = actions.catalog_validate(
+            directory, select=select or [], ignore=ignore or [], config=config
+        )
     passed = report.passed(strict=strict)
 
     def text() -> None:
@@ -61,12 +70,13 @@ def validate(
             from olmtool.catalog import error_tree_lines
 
             for line in error_tree_lines(report.findings):
-                stdout.print(escape(line))
+                out.stdout.print(out.escape(line))
+        out.print_waivers(report)
         verdict = "[green]valid[/]" if passed else "[red]invalid[/]"
-        stdout.print(
-            f"{escape(display_path(directory))}: {verdict}: {len(report.errors)} error(s), "
-            f"{len(report.warnings)} warning(s)"
+        out.stdout.print(
+            f"{out.escape(display_path(directory))}: {verdict}: {len(report.errors)} error(s), "
+            f"{len(report.warnings)} warning(s){out.waived_count(report)}"
         )
 
-    emit(report.as_dict(strict=strict), output, text)
-    exit_if(not passed)
+    out.emit(report.as_dict(strict=strict), output, text)
+    out.exit_if(not passed)

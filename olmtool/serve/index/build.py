@@ -18,7 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from olmtool.catalog import CHECKS, Finding, Report, check_model, inspect_bundle, load, report
+from olmtool.catalog import (
+    CHECKS,
+    Finding,
+    Report,
+    check_model,
+    inspect_bundle,
+    load,
+    opmtext,
+    report,
+)
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.model import ModelBuilder
 from olmtool.catalog.model import Package as ModelPackage
@@ -47,6 +56,27 @@ SERVED_DESPITE = frozenset(
 # one fails the requests that return it (gRPC INTERNAL naming the bundle), and the CSV
 # comparison behind the replaces-mismatch warning is validate's alone.
 _inspect = functools.partial(inspect_bundle, decode_objects=False, extra=False)
+
+
+# A JSON blob in its file: (the file's text, start, end, whether it holds a float)
+_Span = tuple[str, int, int, bool]
+
+
+def _value_texts(bundle: dc.Bundle, raw: _Span | None) -> bool | dict[int, str] | None:
+    """True for a bundle read from YAML; else the property values whose raw JSON text the
+    parsed value does not give back (opm serves the text), or None when there are none."""
+    if raw is None:
+        return True
+    text, start, end, has_float = raw
+    if not opmtext.may_differ(text, has_float, start, end):
+        return None
+    texts = opmtext.raw_property_texts(text[start:end])
+    differing = {
+        index: text
+        for index, (text, prop) in enumerate(zip(texts, bundle.properties, strict=False))
+        if prop.type != dc.PROP_BUNDLE_OBJECT and text != dc.to_json(prop.value, indent=None)
+    }
+    return differing or None
 
 
 class InvalidCatalogError(InputError):
@@ -123,18 +153,23 @@ class _Builder:
         self.blobs: list[BlobRef] = []
         self.package_blobs: dict[str, BlobRef] = {}
         self.bundle_blobs: dict[tuple[str, str], tuple[BlobRef, str]] = {}
+        # how opm holds each bundle's property values: from YAML, or the raw JSON texts
+        self.value_texts: dict[tuple[str, str], bool | dict[int, str] | None] = {}
         self.modified = 0.0
 
     def add_file(self, path: Path) -> None:
         file = display_path(path)
         source = sys.intern(path.relative_to(self.base).as_posix())
         self.modified = max(self.modified, path.stat().st_mtime)
-        for data, origin in self._file_blobs(path, file):
-            self.add_blob(data, origin, source)
+        for data, origin, raw in self._file_blobs(path, file):
+            self.add_blob(data, origin, source, raw)
 
-    def _file_blobs(self, path: Path, file: str) -> Iterator[tuple[dict[str, Any], dc.Origin]]:
-        """The blobs of one file, as the loader reads them: a parse problem is a finding
-        and ends the file. JSON is read one object at a time, never held twice."""
+    def _file_blobs(
+        self, path: Path, file: str
+    ) -> Iterator[tuple[dict[str, Any], dc.Origin, _Span | None]]:
+        """The blobs of one file, as the loader reads them, each with where its text is
+        when the file is JSON (None: YAML); a parse problem is a finding and ends the
+        file. JSON is read one object at a time, never held twice."""
         try:
             text = load.read_catalog_text(path, self.base)
         except InputError as exc:
@@ -142,17 +177,25 @@ class _Builder:
             return
         if text.lstrip().startswith("{"):
             try:
-                for data, line in load.iter_json_stream(text, file):
-                    yield data, dc.Origin(file, line)
+                for data, line, start, end, floats in load.iter_json_spans(text, file):
+                    yield data, dc.Origin(file, line), (text, start, end, floats)
             except InputError as exc:
                 self.load_findings.append(Finding("parse", "error", exc.message, file, exc.line))
             return
         blobs, problems = load.parse_blobs(text, file)
         self.load_findings.extend(problems)
         for blob in blobs:
-            yield blob.data, blob.origin
+            yield blob.data, blob.origin, None
 
-    def add_blob(self, data: dict[str, Any], origin: dc.Origin, source: str) -> None:
+    def add_blob(
+        self,
+        data: dict[str, Any],
+        origin: dc.Origin,
+        source: str,
+        raw: _Span | None = None,
+    ) -> None:
+        """One blob into the store and the model; ``raw`` where its JSON text is (None:
+        read from YAML)."""
         config = dc.DeclarativeConfig()
         problem = load.decode_blob(load.RawBlob(data, origin), config)
         if problem is not None:
@@ -174,6 +217,7 @@ class _Builder:
         for bundle in config.bundles:  # the full blob is dropped after this: keep it lean
             if self.model.add_bundle(bundle) is not None:
                 self.bundle_blobs[(bundle.package, bundle.name)] = (ref, source)
+                self.value_texts[(bundle.package, bundle.name)] = _value_texts(bundle, raw)
         for channel in config.channels:
             self.model.add_channel(channel)
         for deprecation in config.deprecations:
@@ -197,6 +241,7 @@ class _Builder:
         bundles = {}
         for name, bundle in package.bundles.items():
             ref, source = self.bundle_blobs[(package.name, name)]
+            texts = self.value_texts[(package.name, name)]
             bundles[name] = BundleSummary(
                 name=bundle.name,
                 package=bundle.package,
@@ -207,6 +252,8 @@ class _Builder:
                 blob=ref,
                 source=source,
                 deprecation=bundle.deprecation or "",
+                yaml_source=texts is True,
+                raw_values=texts if isinstance(texts, dict) else None,
             )
         channels = {}
         for name in sorted(package.channels):

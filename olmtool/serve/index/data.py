@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from olmtool.serve.index.store import BlobRef
 
-FORMAT = 2  # bump when IndexData or the store layout changes: old caches are rebuilt
+FORMAT = 3  # bump when IndexData or the store layout changes: old caches are rebuilt
 
 GVK = tuple[str, str, str]  # (group, version, kind), as the API orders them
 
@@ -42,6 +42,10 @@ class BundleSummary:
     blob: BlobRef
     source: str  # the catalog file it came from, relative to the root (for object refs)
     deprecation: str = ""
+    yaml_source: bool = False  # read from YAML: opm serves its property values re-encoded
+    # property index -> value text as opm holds it, where the parsed value cannot give it
+    # back (escapes, number text in a JSON file); None for nearly every bundle
+    raw_values: dict[int, str] | None = None
 
 
 @dataclass(slots=True)
