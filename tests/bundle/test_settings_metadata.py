@@ -128,7 +128,11 @@ CASES = [
     ),
     # webhooks
     (_hook(generateName="generateName: vwidget.example"), "at least three segments", 14),
-    (_hook(generateName="generateName: VWidget.example.com"), "a lowercase RFC 1123 subdomain must consist of", 14),
+    (
+        _hook(generateName="generateName: VWidget.example.com"),
+        "a lowercase RFC 1123 subdomain must consist of",
+        14,
+    ),
     (
         _hook(failurePolicy="failurePolicy: Maybe"),
         "failurePolicy: Input should be 'Ignore' or 'Fail'",
