@@ -86,12 +86,16 @@ class _Refusals:
         self.waivers = waivers
         self.waived: list[WaivedFinding] = []
 
-    def refuse(self, check: str, message: str, path: Path, line: int | None) -> None:
+    def accepts(self, check: str, message: str, path: Path, line: int | None) -> bool:
+        """Whether a waiver accepts this refusal (then listed in ``waived``)."""
         finding = Finding(check, "error", message, display_path(path), line)
         outcome = apply_waivers([finding], self.waivers, checks=())
-        if not outcome.waived:
-            raise InputError(message, path=path, line=line)
         self.waived += outcome.waived
+        return bool(outcome.waived)
+
+    def refuse(self, check: str, message: str, path: Path, line: int | None) -> None:
+        if not self.accepts(check, message, path, line):
+            raise InputError(message, path=path, line=line)
 
 
 def build_bundle(
@@ -294,15 +298,25 @@ def _describe(document: dict[str, Any]) -> str:
 
 
 def _check_examples(examples: Sequence[Source], crds: Sequence[Any], refusals: _Refusals) -> None:
-    documents = [e.document for e in examples]
-    for problem in example_problems(documents, list(crds)):
+    """Refuse every example its CRD rejects in one error (as ``bundle validate`` lists
+    them all): each problem with its file, line and path; the error placed on the first
+    example refused. A waiver accepts problems one by one."""
+    refused: list[tuple[Source, str]] = []
+    for problem in example_problems([e.document for e in examples], list(crds)):
         source = examples[problem.index]
-        refusals.refuse(
-            "bundle/example-invalid",
-            f"example {_describe(source.document)}: {problem.message}",
-            source.file,
-            source.line,
-        )
+        message = f"example {_describe(source.document)}: {problem.message}"
+        if not refusals.accepts("bundle/example-invalid", message, source.file, source.line):
+            line = (source.line_at(problem.path) if problem.path else None) or source.line
+            where = f"{display_path(source.file)}:{line}" if line else display_path(source.file)
+            refused.append((source, f"{message} ({where})"))
+    if not refused:
+        return
+    entries = [entry for _, entry in refused]
+    text = "; ".join(entries)
+    if len(entries) > 1:
+        text = f"{len(entries)} problems in the examples: {text}"
+    first = refused[0][0]
+    raise InputError(text, path=first.file, line=first.line)
 
 
 def _read_base(path: Path) -> CommentedMap:

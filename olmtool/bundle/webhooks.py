@@ -28,28 +28,31 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator, model_validator
 
 from olmtool import kyaml
+from olmtool.bundle import admission
 from olmtool.bundle.admission import (
-    DNS1035_LABEL,
-    LabelSelector,
-    Rule,
-    dns_subdomain_problem,
-    port_name_problem,
-    raise_if,
+    FailurePolicy,
+    MatchPolicy,
+    Operation,
+    ReinvocationPolicy,
+    Scope,
+    SelectorOperator,
+    SideEffects,
+    WebhookType,
 )
+from olmtool.bundle.k8snames import dns_subdomain_problem
 from olmtool.bundle.sectionbase import Section, fail_at
 from olmtool.errors import InputError
 
 if TYPE_CHECKING:
     from olmtool.bundle.settings import BundleSettings, Csv, Deployment
 
-WebhookType = Literal["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook", "ConversionWebhook"]
-CONVERSION = "ConversionWebhook"
-MUTATING = "MutatingAdmissionWebhook"
+CONVERSION = admission.CONVERSION
+MUTATING = admission.MUTATING
 PLACEHOLDER_NAMESPACE = "replaced-by-olm"
 ADMISSION_ONLY = (
     "rules",
@@ -59,7 +62,39 @@ ADMISSION_ONLY = (
     "reinvocationPolicy",
     "timeoutSeconds",
 )
-SUPPORTED_REVIEW_VERSIONS = ("v1", "v1beta1")
+
+# -- parts: types only, the rules are bundle.admission's (checked on the whole webhook) ------
+
+
+class SelectorRequirement(Section):
+    key: str
+    operator: SelectorOperator
+    values: list[str] = []
+
+
+class LabelSelector(Section):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[SelectorRequirement] = []
+
+
+class Rule(Section):
+    """admissionregistration/v1 ``RuleWithOperations``."""
+
+    operations: list[Operation] = []
+    api_groups: list[str] = []
+    api_versions: list[str] = []
+    resources: list[str] = []
+    scope: Scope | None = None
+
+    @field_validator("operations", "api_groups", "api_versions", "resources")
+    @classmethod
+    def _once(cls, value: list[str]) -> list[str]:
+        # olmtool's own tidiness for the CSV it writes (the apiserver allows repeats)
+        for index, item in enumerate(value):
+            if value.index(item) != index:
+                fail_at((index,), f"{item!r} is listed twice", item)
+        return value
+
 
 # -- one webhook -----------------------------------------------------------------------
 
@@ -70,67 +105,27 @@ class Webhook(Section):
     type: WebhookType
     generate_name: str
     deployment_name: str | None = None  # default: the operator's deployment
-    container_port: int = Field(443, ge=1, le=65535)
+    container_port: int = Field(admission.DEFAULT_CONTAINER_PORT, ge=1, le=65535)
     target_port: int | str | None = None  # default: containerPort
-    side_effects: Literal["None", "NoneOnDryRun"] | None = None
-    admission_review_versions: list[str] = Field(["v1"], min_length=1)
-    failure_policy: Literal["Ignore", "Fail"] | None = None
-    match_policy: Literal["Exact", "Equivalent"] | None = None
+    side_effects: SideEffects | None = None
+    admission_review_versions: list[str] = ["v1"]
+    failure_policy: FailurePolicy | None = None
+    match_policy: MatchPolicy | None = None
     object_selector: LabelSelector | None = None
-    reinvocation_policy: Literal["Never", "IfNeeded"] | None = None
+    reinvocation_policy: ReinvocationPolicy | None = None
     rules: list[Rule] = []
-    timeout_seconds: int | None = Field(None, ge=1, le=30)
+    timeout_seconds: int | None = Field(
+        None, ge=admission.TIMEOUT_SECONDS[0], le=admission.TIMEOUT_SECONDS[1]
+    )
     webhook_path: str | None = None
     conversion_crds: list[str] = Field([], alias="conversionCRDs")
-
-    @field_validator("generate_name")
-    @classmethod
-    def _fully_qualified(cls, value: str) -> str:
-        raise_if(dns_subdomain_problem(value), value)
-        if len(value.split(".")) < 3:
-            raise ValueError(
-                f"{value!r} must be a domain of at least three segments separated by dots "
-                "(e.g. vwidget.example.com)"
-            )
-        return value
 
     @field_validator("deployment_name")
     @classmethod
     def _deployment(cls, value: str | None) -> str | None:
-        return raise_if(dns_subdomain_problem(value), value) if value is not None else None
-
-    @field_validator("target_port")
-    @classmethod
-    def _target(cls, value: int | str | None) -> int | str | None:
-        if isinstance(value, int) and not 1 <= value <= 65535:
-            raise ValueError("must be between 1 and 65535")
-        if isinstance(value, str):
-            raise_if(port_name_problem(value), value)
-        return value
-
-    @field_validator("admission_review_versions")
-    @classmethod
-    def _review_versions(cls, value: list[str]) -> list[str]:
-        for index, item in enumerate(value):
-            if not DNS1035_LABEL.match(item):
-                fail_at((index,), f"{item!r} must be a version such as v1", item)
-            if value.index(item) != index:
-                fail_at((index,), f"duplicate version {item!r}", item)
-        if not set(value) & set(SUPPORTED_REVIEW_VERSIONS):
-            raise ValueError("must include at least one of v1, v1beta1")
-        return value
-
-    @field_validator("webhook_path")
-    @classmethod
-    def _path(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        if not value.startswith("/"):
-            raise ValueError("must start with '/'")
-        if value != "/":
-            for segment in value[1:].split("/"):
-                if segment in ("", ".", "..") or "%" in segment:
-                    raise ValueError(f"{value!r}: path segments must be non-empty, not '.' or '..'")
+        problem = dns_subdomain_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @field_validator("conversion_crds")
@@ -147,11 +142,13 @@ class Webhook(Section):
         return value
 
     @model_validator(mode="after")
-    def _by_type(self) -> Webhook:
+    def _valid(self) -> Webhook:
         if self.type == CONVERSION:
             self._check_conversion()
         else:
             self._check_admission()
+        for path, message in admission.webhook_problems(self.plain()):
+            fail_at(path, message)
         return self
 
     def _check_conversion(self) -> None:
@@ -160,8 +157,6 @@ class Webhook(Section):
                 fail_at((key,), f"a ConversionWebhook has no {key} (OLM ignores it)")
         if self.side_effects not in (None, "None"):
             fail_at(("sideEffects",), "a ConversionWebhook has no side effects: None or unset")
-        if not self.conversion_crds:
-            fail_at(("conversionCRDs",), "a ConversionWebhook must name the CRDs it converts")
 
     def _check_admission(self) -> None:
         if self.conversion_crds:
@@ -177,6 +172,10 @@ class Webhook(Section):
             fail_at(("rules",), "an admission webhook without rules is never called")
         if self.reinvocation_policy is not None and self.type != MUTATING:
             fail_at(("reinvocationPolicy",), "only a MutatingAdmissionWebhook is reinvoked")
+
+    def plain(self) -> dict[str, Any]:
+        """The webhook as plain data with the CSV's keys (unset fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
 
     def description(self, default_deployment: str) -> dict[str, Any]:
         """The ``WebhookDescription`` for the CSV (unset optional fields left out)."""
@@ -217,8 +216,7 @@ def check_webhooks(webhooks: list[Webhook], deployment: Deployment | None, csv: 
         if hook.generate_name in names:
             fail_at(
                 (index, "generateName"),
-                f"{hook.generate_name!r} is also webhook {names[hook.generate_name]}'s name: "
-                "OLM finds each webhook's configuration by it",
+                admission.repeated_name(hook.generate_name, names[hook.generate_name]),
             )
         names[hook.generate_name] = index
         if deployment is not None and hook.deployment_name in (None, deployment.name):
@@ -236,12 +234,10 @@ def check_webhooks(webhooks: list[Webhook], deployment: Deployment | None, csv: 
 
 
 def _check_port(index: int, hook: Webhook, deployment: Deployment) -> None:
-    port = hook.target_port if hook.target_port is not None else hook.container_port
-    key = "targetPort" if hook.target_port is not None else "containerPort"
-    declared = [
-        p.get("name") if isinstance(port, str) else p.get("containerPort") for p in deployment.ports
-    ]
-    if port not in declared:
+    key, port = admission.service_port(hook.plain())
+    if not admission.declares_port(port, deployment.ports):
+        field = "name" if isinstance(port, str) else "containerPort"
+        declared = [p.get(field) for p in deployment.ports]
         listed = ", ".join(str(p) for p in declared if p is not None) or "none"
         fail_at(
             (index, key),
@@ -278,12 +274,8 @@ def conversion_problems(
                 yield path, f"{crd_name!r} is not a CRD of this bundle (owned: {owned})"
             elif crd.get("apiVersion") != "apiextensions.k8s.io/v1":
                 yield path, f"{crd_name!r}: conversion webhooks need an apiextensions.k8s.io/v1 CRD"
-            elif (crd.get("spec") or {}).get("preserveUnknownFields") is True:
-                yield (
-                    path,
-                    f"{crd_name!r} sets spec.preserveUnknownFields: OLM refuses to convert "
-                    "such a CRD (it must be false)",
-                )
+            elif admission.preserves_unknown_fields(crd["apiVersion"], crd.get("spec")):
+                yield path, admission.preserving_crd(crd_name)
 
 
 def convert_crds(settings: BundleSettings, crds: dict[str, dict[str, Any]]) -> None:

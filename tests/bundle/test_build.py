@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from olmtool import fsutil, yamlio
+from olmtool.actions import bundle_build
 from olmtool.bundle import build_bundle, write_bundle
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
@@ -204,6 +205,57 @@ def test_example_is_validated_against_its_crd(project: Path) -> None:
     with pytest.raises(InputError) as exc:
         _build(project)
     _assert_input_error(exc, "samples/widget.yaml", 1, "example Widget example: spec.replicas")
+
+
+SECOND_EXAMPLE = """\
+apiVersion: features.olmtool.dev/v1
+kind: Widget
+metadata:
+  name: second
+spec:
+  paused: maybe
+  replicas: many
+"""
+
+
+def test_every_example_problem_in_one_error(project: Path) -> None:
+    """Like ``bundle validate``: all problems of all examples, each with file:line and
+    path; the error placed on the first example; nothing written. ``validate.ignore``
+    accepts them file by file."""
+    sample = project / "samples" / "widget.yaml"
+    sample.write_text(sample.read_text().replace("replicas: 2", "replicas: two"))
+    (project / "samples" / "second.yaml").write_text(SECOND_EXAMPLE)
+    config = project / "olmtool.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "examples: [samples/widget.yaml]",
+            "examples: [samples/widget.yaml, samples/second.yaml]",
+        )
+    )
+    settings = load_project(config).settings.bundle
+    output = project / settings.output / settings.package / settings.version
+    with pytest.raises(InputError) as exc:
+        bundle_build(config=config)
+    _assert_input_error(exc, "samples/widget.yaml", 1, "3 problems in the examples: ")
+    entries = exc.value.message.split(": ", 1)[1].split("; ")
+    assert [(e.split(":")[1], e.rsplit("project/", 1)[1]) for e in entries] == [
+        (" spec.replicas", "samples/widget.yaml:6)"),
+        (" spec.paused", "samples/second.yaml:6)"),
+        (" spec.replicas", "samples/second.yaml:7)"),
+    ], entries
+    assert entries[0].startswith("example Widget example: spec.replicas: ")
+    assert not output.exists()
+
+    ignore = "validate:\n  ignore:\n    - check: bundle/example-invalid\n      file: {}\n      reason: demo\n"
+    config.write_text(config.read_text() + ignore.format("samples/second.yaml"))
+    with pytest.raises(InputError) as exc:
+        bundle_build(config=config)
+    assert exc.value.message.startswith("example Widget example: spec.replicas: ")
+    assert exc.value.message.endswith("/samples/widget.yaml:6)") and ";" not in exc.value.message
+    assert not output.exists()
+    config.write_text(config.read_text() + "    - bundle/example-invalid=shows errors on purpose\n")
+    built = bundle_build(config=config)
+    assert len(built.as_dict()["waived"]) == 3 and output.is_dir()
 
 
 def test_example_of_a_kind_no_crd_serves(project: Path) -> None:

@@ -128,7 +128,11 @@ CASES = [
     ),
     # webhooks
     (_hook(generateName="generateName: vwidget.example"), "at least three segments", 14),
-    (_hook(generateName="generateName: VWidget.example.com"), "must be a lowercase DNS name", 14),
+    (
+        _hook(generateName="generateName: VWidget.example.com"),
+        "a lowercase RFC 1123 subdomain must consist of",
+        14,
+    ),
     (
         _hook(failurePolicy="failurePolicy: Maybe"),
         "failurePolicy: Input should be 'Ignore' or 'Fail'",
@@ -186,14 +190,14 @@ CASES = [
         _hook(
             rules="rules: [{operations: [CREATE], apiGroups: [a.io], apiVersions: [v1], resources: ['*/*', pods]}]"
         ),
-        "rules[0].resources[1]: if '*/*' is present, no other resource may be listed",
+        "rules[0].resources: if '*/*' is present, must not specify other resources",
         17,
     ),
     (
         _hook(
             rules="rules: [{operations: [CREATE, '*'], apiGroups: [a.io], apiVersions: [v1], resources: [x]}]"
         ),
-        "rules[0].operations: if '*' is present, it must be the only entry",
+        "rules[0].operations: if '*' is present, must not specify other operations",
         17,
     ),
     (
@@ -214,7 +218,7 @@ CASES = [
         "only a ConversionWebhook converts CRDs",
         18,
     ),
-    (_hook(webhookPath="webhookPath: validate"), "webhookPath: must start with '/'", 18),
+    (_hook(webhookPath="webhookPath: validate"), "webhookPath: must start with a '/'", 18),
     (
         _hook(admissionReviewVersions="admissionReviewVersions: [v2]"),
         "must include at least one of v1, v1beta1",
@@ -222,7 +226,7 @@ CASES = [
     ),
     (
         _hook(objectSelector="objectSelector: {matchExpressions: [{key: tier, operator: In}]}"),
-        "objectSelector.matchExpressions[0].values: must be non-empty when operator is In",
+        "objectSelector.matchExpressions[0].values: must be specified when `operator` is 'In' or 'NotIn'",
         18,
     ),
     (

@@ -199,3 +199,31 @@ def test_fifty_valid_webhooks_give_no_finding(tmp_path: Path) -> None:
         for index in range(50)
     )
     assert _findings(_base(tmp_path / "b", "  webhookdefinitions:\n" + items)) == []
+
+
+def test_resources_follow_the_apiserver_to_the_letter() -> None:
+    """validateResources: only the last plain resource decides whether '*' has company."""
+    from olmtool.bundle.admission import resource_problems
+
+    assert list(resource_problems(["pods", "*"])) == []
+    assert list(resource_problems(["*", "pods"])) == [
+        (("resources",), "if '*' is present, must not specify other resources without subresources")
+    ]
+
+
+def test_settings_and_check_share_one_message(tmp_path: Path) -> None:
+    """bundle.webhooks (olmtool.yaml) and csv/webhook report a rule in the same words."""
+    from tests.bundle.test_settings_metadata import _error, _hook
+
+    rules = "rules: [{operations: [CREATE], apiGroups: [a.io], apiVersions: [v1], resources: ['*/*', pods]}]"
+    settings = _error(tmp_path, _hook(rules=rules)).message
+    root = _base(tmp_path / "b")
+    csv = root / CSV
+    head, hooks, tail = csv.read_text().partition("\n  webhookdefinitions:\n")
+    edited = tail.replace(
+        "            - etcdclusters\n", "            - '*/*'\n            - pods\n"
+    )
+    csv.write_text(head + hooks + edited)
+    report = validate_bundle(load_bundle(root), suites=select_suites(["all"]))
+    (finding,) = [f for f in report.findings if f.check == "csv/webhook"]
+    assert finding.message in settings and finding.message.startswith("if '*/*' is present")

@@ -3,46 +3,18 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from typing import Any
 
 from olmtool import kyaml
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
+from olmtool.bundle.k8snames import LABEL_VALUE, dns_subdomain_problem, qualified_name_problem
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.findings import Severity
 
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 # RBAC object names are path segments (system:foo is fine), not DNS names.
 PATH_SEGMENT_KINDS = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"})
 DEPENDENCY_TYPES = ("olm.gvk", "olm.package", "olm.label", "olm.constraint")
-
-
-def dns_subdomain_problem(value: Any) -> str | None:
-    """Why ``value`` is not a DNS-1123 subdomain (Kubernetes object names), or None."""
-    if not isinstance(value, str) or not value:
-        return "must be a non-empty string"
-    if len(value) > 253:
-        return "must be no more than 253 characters"
-    if not DNS_SUBDOMAIN.match(value):
-        return (
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-            "'-' or '.', and must start and end with an alphanumeric character"
-        )
-    return None
-
-
-def qualified_name_problem(key: str) -> str | None:
-    """Why ``key`` is not a valid label/annotation key (``prefix/name``), or None."""
-    prefix, _, name = key.rpartition("/")
-    if prefix and dns_subdomain_problem(prefix):
-        return f"prefix {prefix!r} must be a DNS subdomain"
-    if not name or len(name) > 63 or not LABEL_NAME.match(name):
-        return "name part must be 63 characters or less, alphanumeric, '-', '_' or '.'"
-    return None
 
 
 # -- loader ------------------------------------------------------------------------------
