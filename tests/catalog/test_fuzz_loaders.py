@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,14 @@ def mutate(seed: str, mutations: list[tuple[float, str, str, int]]) -> str:
     return text
 
 
-def loads_cleanly(text: str, name: str) -> None:
+@dataclass(frozen=True)
+class Loaded:
+    blobs: int  # blobs the stream parser read
+    unparsable: bool  # the parser reported the file
+    invalid: bool  # the catalog's validation has an error
+
+
+def loads_cleanly(text: str, name: str) -> Loaded:
     """Each loader on ``text``: findings, or an InputError, and nothing else."""
     blobs, problems = parse_blobs(text, name)
     assert all(blob.origin.file == name for blob in blobs)
@@ -124,18 +132,22 @@ def loads_cleanly(text: str, name: str) -> None:
         for index in range(len(parsed.documents)):
             parsed.line_at(index, "properties[0].value.group")
     _line_maps(text, len(blobs))  # templates: the line of every key
+    invalid = any(f.severity == "error" for f in report.findings)
+    return Loaded(len(blobs), bool(problems), invalid)
 
 
 @FUZZ
 @given(st.lists(MUTATION, min_size=1, max_size=8))
 def test_mutated_yaml_catalogs(mutations: list[tuple[float, str, str, int]]) -> None:
-    loads_cleanly(mutate(SEED_YAML, mutations), "catalog.yaml")
+    loaded = loads_cleanly(mutate(SEED_YAML, mutations), "catalog.yaml")
+    assert loaded.invalid or not loaded.unparsable  # a file it cannot read fails the catalog
 
 
 @FUZZ
 @given(st.lists(MUTATION, min_size=1, max_size=8))
 def test_mutated_json_catalogs(mutations: list[tuple[float, str, str, int]]) -> None:
-    loads_cleanly(mutate(SEED_JSON, mutations), "catalog.json")
+    loaded = loads_cleanly(mutate(SEED_JSON, mutations), "catalog.json")
+    assert loaded.invalid or not loaded.unparsable  # a file it cannot read fails the catalog
 
 
 JSON_VALUES = st.recursive(
@@ -198,9 +210,10 @@ def test_random_values_in_blob_fields(
         descend(blobs[which % len(blobs)], depth)[field] = value
     if as_yaml:
         text = "".join("---\n" + kyaml_dump(blob) for blob in blobs)
-        loads_cleanly(text, "catalog.yaml")
+        loaded = loads_cleanly(text, "catalog.yaml")
     else:
-        loads_cleanly("\n".join(json.dumps(blob) for blob in blobs), "catalog.json")
+        loaded = loads_cleanly("\n".join(json.dumps(blob) for blob in blobs), "catalog.json")
+    assert loaded.blobs == len(blobs) and not loaded.unparsable  # well-formed: every blob read
 
 
 def descend(blob: dict[str, Any], depth: int) -> dict[str, Any]:
