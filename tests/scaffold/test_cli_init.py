@@ -18,6 +18,7 @@ import olmtool
 from olmtool.cli import app
 from olmtool.cli import project_init as init_cli
 from olmtool.fsutil import read_tree
+from tests.catalog.opm_peer import OPM, requires_opm
 from tests.catalog.test_cli_validate import cli
 
 WORKTREE = Path(olmtool.__file__).resolve().parents[1]
@@ -79,6 +80,17 @@ def test_init_then_every_step_to_a_published_catalog(tmp_path: Path) -> None:
             tmp_path / built["bundle"] / "manifests/foo-operator.clusterserviceversion.yaml"
         ).read_text()
     )
+
+
+@requires_opm
+def test_real_opm_accepts_the_new_projects_catalog(tmp_path: Path) -> None:
+    """Differential: the catalog a fresh project publishes is one opm v1.26 validates."""
+    for step in (("init", *FOO), ("crd", "generate"), ("bundle", "build"), ("catalog", "publish")):
+        run(*step, cwd=tmp_path)
+    done = subprocess.run(
+        [str(OPM), "validate", str(tmp_path / "catalog")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.fixture
