@@ -98,13 +98,7 @@ def parse_semver(doc: Document, opm_compat: OpmCompat = OpmCompat.latest) -> Sem
         default_channel_type_preference=preference,
         line=doc.line,
     )
-    for archetype in ARCHETYPES:
-        template.bundles_of(archetype).extend(_semver_bundles(doc, fields, archetype))
-    if not any(template.bundles_of(a) for a in ARCHETYPES):
-        raise doc.error(
-            f"{SCHEMA_SEMVER} template lists no bundles (under candidate, fast or stable)"
-        )
-    return template
+    return _with_bundles(template, doc, fields)
 
 
 def _parse_semver_v1_26(doc: Document) -> SemverTemplate:
@@ -128,6 +122,13 @@ def _parse_semver_v1_26(doc: Document) -> SemverTemplate:
         avoid_skip_patch=get_bool(doc, fields, "avoidSkipPatch", ()),
     )
     template.ignored += [(f"{SCHEMA_SEMVER}: {key}", doc.line_of(key)) for key in unknown]
+    return _with_bundles(template, doc, fields)
+
+
+def _with_bundles(
+    template: SemverTemplate, doc: Document, fields: dict[str, tuple[str, Any]]
+) -> SemverTemplate:
+    """``template`` with the bundles listed under each archetype (at least one)."""
     for archetype in ARCHETYPES:
         template.bundles_of(archetype).extend(_semver_bundles(doc, fields, archetype))
     if not any(template.bundles_of(a) for a in ARCHETYPES):
