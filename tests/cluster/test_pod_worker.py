@@ -261,6 +261,10 @@ def test_init_containers_run_in_order_before_the_containers(host: FakeHost, run:
     status = wait_for(host.api, lambda s: s["phase"] == "Running", "phase Running")
     for index in (0, 1):
         assert state_of(status, index, "initContainerStatuses")["terminated"]["exitCode"] == 0
+    # Running means the main container started; its shell writes a moment later.
+    deadline = time.monotonic() + TIMEOUT
+    while len(out.read_text().split()) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert out.read_text().split() == ["first", "second", "main"]
     initialized = {c["type"]: c["status"] for c in status["conditions"]}
     assert initialized["Initialized"] == "True"
