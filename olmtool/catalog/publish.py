@@ -414,6 +414,8 @@ def add_bundle(
             f"is needed: bundle {bundle.name} names no channel", argument="channels"
         )
     warnings: list[Finding] = []
+    if not bundle.image:
+        warnings.append(_empty_image_warning(bundle))
     for name in wanted:
         channel = _channel(config, name, bundle.package)
         channel.entries.append(
@@ -438,6 +440,15 @@ def add_bundle(
         c.name for c in config.channels if any(e.name == bundle.name for e in c.entries)
     )
     return AddResult(config, bundle, member_of, difference, warnings)
+
+
+def _empty_image_warning(bundle: dc.Bundle) -> Finding:
+    """opm records a bundle directory with ``image: ''`` too; worth saying, not refusing."""
+    note = (
+        f"bundle {bundle.name} recorded with image '' (give --image REF): OLM v1 cannot "
+        "install it and OLM v0 only from the objects embedded in the catalog"
+    )
+    return Finding("publish-empty-image", "warning", note, package=bundle.package)
 
 
 def _join_heads(config: dc.DeclarativeConfig, channel: dc.Channel, warnings: list[Finding]) -> None:

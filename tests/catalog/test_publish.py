@@ -164,6 +164,7 @@ def test_add_puts_a_bundle_on_top_of_its_channel(tmp_path: Path) -> None:
     assert result.channels == ["stable"]
     assert result.as_dict()["channels"] == ["stable"]
     assert result.bundle.image == image
+    assert not result.warnings
     config = load_catalog_strict(project / "catalog")
     head = config.channels[0].entries[-1]
     assert (head.name, head.replaces, head.skip_range) == (
@@ -325,6 +326,8 @@ def test_add_command_exit_codes_and_output(here: Path) -> None:
     text = cli("catalog", "add", "bundles/0.2.0", "--channel", "fast")
     assert text.returncode == 0, text.exception
     assert "added etcd-operator.v0.2.0 to etcd-operator (fast)" in text.stdout
+    assert "[publish-empty-image]" in text.stdout  # a directory without --image
+    assert "recorded with image '' (give --image REF)" in text.stdout
     again = cli("catalog", "add", "bundles/0.2.0")
     assert again.returncode == 1
     assert "already in the catalog" in (again.error or "")

@@ -179,7 +179,7 @@ def test_adding_a_release_without_replaces_makes_it_the_head(tmp_path: Path) -> 
     project = _project(tmp_path, {"1.0.0": {}})
     _published(project)
     release = write_release(tmp_path / "later", "1.1.0")
-    result = catalog_add(release, catalog=project / "catalog")
+    result = catalog_add(release, catalog=project / "catalog", image="r.example/b:1.1.0")
     (channel,) = result.config.channels
     assert {e.name: e.replaces for e in channel.entries} == {
         f"{PACKAGE}.v1.0.0": "",
