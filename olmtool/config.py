@@ -42,7 +42,7 @@ from olmtool.errors import (
     InputErrors,
     ProjectNotFound,
     display_path,
-    setting_problem,
+    setting_problems,
 )
 from olmtool.images import ImageSettings
 from olmtool.waivers import ValidateSettings, Waiver
@@ -139,11 +139,12 @@ def settings_error(exc: ValidationError, source: kyaml.YamlFile, path: Path) -> 
     key it is probably a typo of) next to the required key it left missing."""
     problems: dict[tuple[int, str], InputError] = {}
     for error in exc.errors():
-        loc, message = setting_problem(error)
-        if error["type"] == "extra_forbidden":
-            message += _did_you_mean(error["loc"])
-        line = source.line_at(0, loc)
-        problems.setdefault((line or 0, loc), InputError(f"{loc}: {message}", path=path, line=line))
+        for loc, message in setting_problems(error):
+            if error["type"] == "extra_forbidden":
+                message += _did_you_mean(error["loc"])
+            line = source.line_at(0, loc)
+            problem = InputError(f"{loc}: {message}", path=path, line=line)
+            problems.setdefault((line or 0, loc), problem)
     ordered = [problems[key] for key in sorted(problems)]
     if len(ordered) > MAX_PROBLEMS:
         more = len(ordered) - MAX_PROBLEMS

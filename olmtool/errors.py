@@ -139,6 +139,32 @@ class SettingError(ValueError):
         self.message = message
 
 
+class SettingErrors(ValueError):
+    """Several :class:`SettingError` s of one model (the releases of ``bundle.releases``),
+    each reported at its own key."""
+
+    def __init__(self, problems: list[SettingError]):
+        super().__init__("; ".join(problem.message for problem in problems))
+        self.problems = problems
+
+
+def raise_settings(problems: list[SettingError]) -> None:
+    """Raise what ``problems`` holds: nothing, the one problem, or all of them."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise SettingErrors(problems)
+
+
+def setting_problems(error: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """:func:`setting_problem` for each problem ``error`` carries (a
+    :class:`SettingErrors` carries several)."""
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, SettingErrors):
+        return [setting_problem({**error, "ctx": {"error": one}}) for one in cause.problems]
+    return [setting_problem(error)]
+
+
 # pydantic's error types that read better in olmtool.yaml's words
 _SETTING_MESSAGES = {"extra_forbidden": "unknown key", "missing": "required key is missing"}
 

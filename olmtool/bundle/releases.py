@@ -49,7 +49,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 from pydantic.fields import FieldInfo
 
-from olmtool.errors import InputError, SettingError, setting_problem
+from olmtool.errors import (
+    InputError,
+    SettingError,
+    SettingErrors,
+    raise_settings,
+    setting_problems,
+)
 from olmtool.images import expand_image
 from olmtool.versions import parse_version, precedence_key
 
@@ -137,21 +143,29 @@ def _is_section(annotation: Any) -> bool:
 
 
 def resolve_releases(settings: BundleSettings) -> list[ResolvedRelease]:
-    """Every release of ``settings``, oldest first (raises :class:`SettingError`)."""
+    """Every release of ``settings``, oldest first (raises :class:`SettingError`, or
+    :class:`SettingErrors` for all the problems of several releases)."""
     if not settings.releases:
         return [_single(settings)]
+    problems: list[SettingError] = []
     if settings.version is not None:
-        raise SettingError("version", "with releases, each release has its own version")
+        problems.append(SettingError("version", "with releases, each release has its own version"))
     csv = settings.csv
     for edge, value in zip(EDGES, (csv.replaces, csv.skips, csv.skip_range), strict=True):
         if value:
-            raise SettingError(f"csv.{edge}", f"with releases, each release names its own {edge}")
-    _check_unique(settings)
+            message = f"with releases, each release names its own {edge}"
+            problems.append(SettingError(f"csv.{edge}", message))
+    problems += _duplicates(settings)
     newest = max(settings.releases, key=lambda r: version_key(r.version)).version
-    resolved = [
-        _resolve(settings, index, newest=release.version == newest)
-        for index, release in enumerate(settings.releases)
-    ]
+    resolved = []
+    for index, release in enumerate(settings.releases):
+        try:
+            resolved.append(_resolve(settings, index, newest=release.version == newest))
+        except SettingErrors as exc:
+            problems += exc.problems
+        except SettingError as exc:
+            problems.append(exc)
+    raise_settings(problems)
     return sorted(resolved, key=lambda r: version_key(r.version))
 
 
@@ -200,15 +214,15 @@ def _expander(package: str, version: str) -> Callable[[str, str], str]:
     return expand
 
 
-def _check_unique(settings: BundleSettings) -> None:
+def _duplicates(settings: BundleSettings) -> list[SettingError]:
     seen: dict[str, int] = {}
+    problems = []
     for index, release in enumerate(settings.releases):
         if release.version in seen:
-            raise SettingError(
-                f"releases[{index}].version",
-                f"{release.version} is listed twice (also releases[{seen[release.version]}])",
-            )
-        seen[release.version] = index
+            message = f"{release.version} is listed twice (also releases[{seen[release.version]}])"
+            problems.append(SettingError(f"releases[{index}].version", message))
+        seen.setdefault(release.version, index)
+    return problems
 
 
 def _resolve(settings: BundleSettings, index: int, *, newest: bool) -> ResolvedRelease:
@@ -218,8 +232,13 @@ def _resolve(settings: BundleSettings, index: int, *, newest: bool) -> ResolvedR
     try:
         single = type(settings).model_validate(data)
     except ValidationError as exc:
-        path, message = setting_problem(exc.errors()[0])
-        raise SettingError(_release_path(path, overrides, where), message) from None
+        problems = [
+            SettingError(_release_path(path, overrides, where), message)
+            for error in exc.errors()
+            for path, message in setting_problems(error)
+        ]
+        raise_settings(problems)
+        raise  # pragma: no cover - a ValidationError has at least one error
     resolved = single.resolved_releases()[0]
     return ResolvedRelease(
         resolved.settings,

@@ -17,7 +17,7 @@ from olmtool.actions import bundle_build, catalog_publish
 from olmtool.bundle import BundleSettings
 from olmtool.bundle.settings import Release
 from olmtool.config import load_project
-from olmtool.errors import ArgumentError, InputError
+from olmtool.errors import ArgumentError, InputError, InputErrors
 from olmtool.fsutil import read_tree
 from olmtool.images import ImageTarget, expand_image, read_oci_layout
 from tests.catalog.opm_peer import OPM, requires_opm
@@ -213,6 +213,25 @@ def test_config_errors_name_the_key_and_its_line(
     error = _config_error(releases_project, old, new)
     assert error.message.startswith(message), error.message
     assert error.line == _line_of(releases_project, at), error
+
+
+def test_every_release_problem_is_reported_a_line_each(releases_project: Path) -> None:
+    _edit(releases_project / "olmtool.yaml", "    - version: 0.2.0", "    - version: 0.1.0")
+    error = _config_error(
+        releases_project,
+        'image: "example.com/gizmo:v{version}"',
+        'image: "example.com/gizmo:{tag}"',
+    )
+    assert isinstance(error, InputErrors)
+    assert [problem.message for problem in error.problems] == [
+        "bundle.releases[0].image: 'example.com/gizmo:{tag}': unknown placeholder {tag}"
+        " (known: {package}, {version})",
+        "bundle.releases[1].version: 0.1.0 is listed twice (also releases[0])",
+    ]
+    assert [problem.line for problem in error.problems] == [
+        _line_of(releases_project, 'image: "example.com/gizmo:{tag}"'),
+        _line_of(releases_project, "- version: 0.1.0"),
+    ]
 
 
 def test_default_channel_error_points_at_its_line_in_the_one_release_form(
