@@ -29,6 +29,7 @@ from olmtool.bundle.format import INSTALL_MODE_TYPES, Capability, InstallModeTyp
 from olmtool.bundle.releases import ResolvedRelease, release_model, resolve_releases
 from olmtool.bundle.webhooks import Webhook, check_webhooks
 from olmtool.errors import SettingError
+from olmtool.versions import parse_range
 
 Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
 KubeObject = dict[str, Any]
@@ -125,6 +126,13 @@ class Csv(_Section):
     annotations: dict[str, str] = {}
     labels: dict[str, str] = {}
     owned: dict[str, OwnedApi] = {}
+
+    @field_validator("skip_range")
+    @classmethod
+    def _skip_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_range(value)  # its ValueError says what is wrong (csv/skip-range's words)
+        return value
 
 
 class BundleSettings(_Section):

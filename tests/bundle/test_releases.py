@@ -187,6 +187,12 @@ def _line_of(project: Path, text: str) -> int:
             "replaces: gizmo-operator.v0.1.0",
             "bundle.releases[1].replaces: give replaces once: here or as csv.replaces",
         ),
+        (  # checked as the config loads, not first by bundle validate
+            'skipRange: ">=0.1.0 <0.3.0"',
+            'skipRange: ">=0.1.0 <0.3.0 ||"',
+            'skipRange: ">=0.1.0 <0.3.0 ||"',
+            "bundle.releases[2].skipRange: ",
+        ),
         (
             "    maturity: stable\n",
             "    maturity: stable\n    replaces: gizmo-operator.v0.0.1\n",
@@ -232,6 +238,12 @@ def test_every_release_problem_is_reported_a_line_each(releases_project: Path) -
         _line_of(releases_project, 'image: "example.com/gizmo:{tag}"'),
         _line_of(releases_project, "- version: 0.1.0"),
     ]
+
+
+def test_a_bad_skip_range_is_a_config_error_in_the_one_release_form(project: Path) -> None:
+    error = _config_error(project, 'skipRange: ">=1.0.0 <1.2.0"', 'skipRange: ">=1.0 <1.2.0"')
+    assert error.message.startswith("bundle.csv.skipRange: "), error.message
+    assert error.line == _line_of(project, 'skipRange: ">=1.0 <1.2.0"')
 
 
 def test_default_channel_error_points_at_its_line_in_the_one_release_form(
