@@ -1094,6 +1094,17 @@ CASES: list[Case] = [
         "error",
         at="        - name: etcd_operator",
     ),
+    Case(
+        "csv/deployment/restart-policy",
+        replace(
+            CSV,
+            "                serviceAccountName: etcd-operator\n",
+            "                serviceAccountName: etcd-operator\n                restartPolicy: OnFailure\n",
+        ),
+        "csv/deployment",
+        "error",
+        at="                restartPolicy: OnFailure",
+    ),
     # -- crd -----------------------------------------------------------------------------
     Case(
         "crd/schema/property-without-type",

@@ -388,6 +388,15 @@ def _deployments(csv: Object) -> Iterator[Finding]:
                 yield csv.finding("csv/deployment", "error", f"deployment {name} has no spec", path)
             continue
         yield from _selector(csv, spec, name, path)
+        restart_policy = pod_spec_of(deployment).get("restartPolicy")
+        if isinstance(restart_policy, str) and restart_policy not in ("", "Always"):
+            yield csv.finding(
+                "csv/deployment",
+                "error",
+                f"deployment {name}: restartPolicy {restart_policy!r} is not allowed "
+                "(a Deployment's pods only take Always)",
+                f"{path}.spec.template.spec.restartPolicy",
+            )
         containers = pod_spec_of(deployment).get("containers")
         if wrong_type(containers, list):
             continue

@@ -133,7 +133,8 @@ CHECKS: dict[str, CheckInfo] = {
     ),
     "csv/deployment": _o(
         E,
-        "a deployment without a valid name, selector, containers or images "
+        "a deployment without a valid name, selector, containers or images, or with a "
+        "restartPolicy other than Always "
         "(refused: the apiserver rejects the Deployment OLM creates)",
     ),
     # -- crd (apiextensions validation, as upstream's CRD validator runs it)
