@@ -29,8 +29,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from olmtool import yamlio
-from olmtool.bundle.sectionbase import Section, fail_at
-from olmtool.versions import parse_range
+from olmtool.bundle.sectionbase import Section, VersionRange, fail_at
 
 DEPENDENCIES_FILE = "metadata/dependencies.yaml"
 PROPERTIES_FILE = "metadata/properties.yaml"
@@ -71,12 +70,7 @@ class PackageValue(Section):
     """``olm.package``: another package, in a blang/semver version range."""
 
     package_name: str = _nonempty("the package's name, e.g. etcd")
-    version: str = _nonempty("a version range, e.g. '>=0.9.0 <1.0.0'")
-
-    @field_validator("version")
-    @classmethod
-    def _range(cls, value: str) -> str:
-        return _checked_range(value)
+    version: VersionRange = _nonempty("a version range, e.g. '>=0.9.0 <1.0.0'")
 
 
 class GvkValue(Section):
@@ -97,12 +91,7 @@ class Cel(Section):
 
 class PackageConstraint(Section):
     package_name: str = _nonempty("the package's name")
-    version_range: str = _nonempty("a version range")
-
-    @field_validator("version_range")
-    @classmethod
-    def _range(cls, value: str) -> str:
-        return _checked_range(value)
+    version_range: VersionRange = _nonempty("a version range")
 
 
 class Compound(Section):
@@ -138,14 +127,6 @@ Compound.model_rebuild()  # Compound nests Constraint, declared after it
 
 def _attr(kind: str) -> str:
     return "not_" if kind == "not" else kind
-
-
-def _checked_range(value: str) -> str:
-    try:
-        parse_range(value)
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not a semver version range: {exc}") from None
-    return value
 
 
 _VALUE_MODELS: dict[str, type[Section]] = {

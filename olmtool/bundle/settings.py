@@ -27,9 +27,9 @@ from pydantic.alias_generators import to_camel
 from olmtool.bundle.dependencies import BundleProperty, Dependency, check_unique
 from olmtool.bundle.format import INSTALL_MODE_TYPES, Capability, InstallModeType
 from olmtool.bundle.releases import ResolvedRelease, release_model, resolve_releases
+from olmtool.bundle.sectionbase import VersionRange
 from olmtool.bundle.webhooks import Webhook, check_webhooks
 from olmtool.errors import SettingError
-from olmtool.versions import parse_range
 
 Maturity = Literal["planning", "pre-alpha", "alpha", "beta", "stable", "mature", "inactive"]
 KubeObject = dict[str, Any]
@@ -117,7 +117,7 @@ class Csv(_Section):
     install_modes: list[InstallModeType] = list(INSTALL_MODE_TYPES)
     replaces: str | None = None
     skips: list[str] = []
-    skip_range: str | None = None
+    skip_range: VersionRange | None = None
     related_images: list[RelatedImage] = []
     repository: str | None = None
     support: str | None = None
@@ -126,13 +126,6 @@ class Csv(_Section):
     annotations: dict[str, str] = {}
     labels: dict[str, str] = {}
     owned: dict[str, OwnedApi] = {}
-
-    @field_validator("skip_range")
-    @classmethod
-    def _skip_range(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_range(value)  # its ValueError says what is wrong (csv/skip-range's words)
-        return value
 
 
 class BundleSettings(_Section):
