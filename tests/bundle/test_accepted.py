@@ -26,6 +26,7 @@ from tests.bundle.test_corpus import (
     ICON,
     SERVICE,
     SOURCE,
+    V1BETA1_BACKUP_CRD,
     Mutation,
     annotation,
     chain,
@@ -35,24 +36,7 @@ from tests.bundle.test_corpus import (
 
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 
-V1BETA1_CRD = """\
-apiVersion: apiextensions.k8s.io/v1beta1
-kind: CustomResourceDefinition
-metadata:
-  name: etcdbackups.etcd.olmtool.dev
-spec:
-  group: etcd.olmtool.dev
-  version: v1
-  names:
-    kind: EtcdBackup
-    listKind: EtcdBackupList
-    plural: etcdbackups
-    singular: etcdbackup
-  scope: Namespaced
-  validation:
-    openAPIV3Schema:
-      type: object
-"""
+V1BETA1_CRD = V1BETA1_BACKUP_CRD + "  validation:\n    openAPIV3Schema:\n      type: object\n"
 
 # A CRD root with CEL rules and preserve-unknown-fields next to a status subresource, and
 # a Gateway-API-style header-name pattern (its *+ is inside a character class).

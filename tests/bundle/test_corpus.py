@@ -242,6 +242,23 @@ spec:
                   type: string
 """
 
+# The same kind as a v1beta1 CRD: singular spec.version, no schema.
+V1BETA1_BACKUP_CRD = """\
+apiVersion: apiextensions.k8s.io/v1beta1
+kind: CustomResourceDefinition
+metadata:
+  name: etcdbackups.etcd.olmtool.dev
+spec:
+  group: etcd.olmtool.dev
+  version: v1
+  names:
+    kind: EtcdBackup
+    listKind: EtcdBackupList
+    plural: etcdbackups
+    singular: etcdbackup
+  scope: Namespaced
+"""
+
 BACKUP_OWNED = """\
       - name: etcdbackups.etcd.olmtool.dev
         description: EtcdBackup is a one-off snapshot of an etcd cluster.

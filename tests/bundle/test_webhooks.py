@@ -9,7 +9,7 @@ import pytest
 
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
-from tests.bundle.test_corpus import BACKUP_OWNED, CSV, INSTALL_MODES
+from tests.bundle.test_corpus import BACKUP_OWNED, CSV, INSTALL_MODES, V1BETA1_BACKUP_CRD
 from tests.bundle.test_schema_corpus import HOOK, WEBHOOK, _base
 
 CONVERSION = """\
@@ -147,23 +147,6 @@ def test_conversion_webhook_without_crds(tmp_path: Path) -> None:
     hooks = CONVERSION.replace("[etcdclusters.etcd.olmtool.dev]", "[]")
     found = _findings(_base(tmp_path / "b", hooks), (INSTALL_MODES, ALL_NAMESPACES_ONLY))
     assert found == [("csv/webhook", "error", f"{HOOK}.conversionCRDs")]
-
-
-V1BETA1_BACKUP_CRD = """\
-apiVersion: apiextensions.k8s.io/v1beta1
-kind: CustomResourceDefinition
-metadata:
-  name: etcdbackups.etcd.olmtool.dev
-spec:
-  group: etcd.olmtool.dev
-  version: v1
-  names:
-    kind: EtcdBackup
-    listKind: EtcdBackupList
-    plural: etcdbackups
-    singular: etcdbackup
-  scope: Namespaced
-"""
 
 
 def test_conversion_webhook_of_a_v1beta1_crd_preserving_unknown_fields(tmp_path: Path) -> None:
