@@ -26,3 +26,12 @@ def releases_project(tmp_path: Path) -> Path:
     root = tmp_path / "releases"
     shutil.copytree(RELEASES, root)
     return root
+
+
+def beside_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, name: str) -> Path:
+    """tests/bundle/``source`` copied to ``tmp_path/name``, beside a copy of
+    tests/bundle/project (whose CRD and example it uses), as the working directory."""
+    shutil.copytree(PROJECT, tmp_path / "project")
+    shutil.copytree(PROJECT.parent / source, tmp_path / name)
+    monkeypatch.chdir(tmp_path / name)
+    return tmp_path / name

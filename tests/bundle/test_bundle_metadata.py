@@ -19,6 +19,7 @@ from olmtool.catalog import render_config
 from olmtool.config import load_project
 from olmtool.errors import InputError
 from olmtool.fsutil import read_tree
+from tests.bundle.conftest import beside_project
 from tests.catalog.test_cli_validate import cli
 
 HERE = Path(__file__).parent
@@ -31,10 +32,7 @@ CRD = "manifests/features.olmtool.dev_widgets.yaml"
 @pytest.fixture
 def meta(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """tests/bundle/metaproject (beside the project whose CRD and example it uses)."""
-    shutil.copytree(HERE / "project", tmp_path / "project")
-    shutil.copytree(HERE / "metaproject", tmp_path / "metaproject")
-    monkeypatch.chdir(tmp_path / "metaproject")
-    return tmp_path / "metaproject"
+    return beside_project(tmp_path, monkeypatch, "metaproject", "metaproject")
 
 
 def _build(root: Path, **update: object):

@@ -8,13 +8,13 @@ references holds the very bytes ``opm render`` v1.26 prints for the same images.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from olmtool.bundle import directory_image
+from tests.bundle.conftest import beside_project
 from tests.catalog.opm_peer import ImageServer, opm, requires_opm
 from tests.catalog.test_cli_validate import cli
 from tests.catalog.test_render_opm import blob_texts
@@ -27,10 +27,7 @@ VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]
 @pytest.fixture
 def shop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The project (beside tests/bundle/project, whose CRD and example it uses), built."""
-    shutil.copytree(HERE / "project", tmp_path / "project")
-    shutil.copytree(HERE / "shopproject", tmp_path / "shop")
-    monkeypatch.chdir(tmp_path / "shop")
-    return tmp_path / "shop"
+    return beside_project(tmp_path, monkeypatch, "shopproject", "shop")
 
 
 @pytest.fixture(scope="module")
