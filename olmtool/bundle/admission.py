@@ -17,14 +17,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, get_args
 
-from olmtool.bundle.k8snames import (
+from olmtool.godecode import go_list, go_map
+from olmtool.k8snames import (
     dns1035_label_problem,
     dns_subdomain_problem,
     label_value_problem,
     port_name_problem,
     qualified_name_problem,
 )
-from olmtool.godecode import go_list, go_map
 
 
 class MapKey(str):

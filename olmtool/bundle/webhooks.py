@@ -44,9 +44,9 @@ from olmtool.bundle.admission import (
     SideEffects,
     WebhookType,
 )
-from olmtool.bundle.k8snames import dns_subdomain_problem
 from olmtool.bundle.sectionbase import Section, fail_at
 from olmtool.errors import InputError
+from olmtool.k8snames import dns_subdomain_problem
 
 if TYPE_CHECKING:
     from olmtool.bundle.settings import BundleSettings, Csv, Deployment

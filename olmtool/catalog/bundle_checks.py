@@ -17,15 +17,8 @@ from olmtool.catalog.findings import Finding
 from olmtool.catalog.model import Bundle
 from olmtool.errors import InputError
 from olmtool.images import parse_reference
+from olmtool.k8snames import DNS_SUBDOMAIN, dns1035_label_problem
 
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-# Kubernetes takes any DNS-1035 label as an API version (a CRD's versions[].name, an
-# APIService's spec.version): v1alpha, v2beta0 and v1-preview are valid, only the
-# conventional forms sort by stability. opm accepts any string; what no apiserver can
-# serve (V1, 1, v1.2) stays a finding.
-_KUBE_VERSION = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
 
@@ -139,9 +132,13 @@ def _reference_problem(image: str) -> str | None:
 
 
 def _gvk_problem(group: str, version: str, kind: str) -> str | None:
-    if group and not _DNS1123_SUBDOMAIN.match(group):
+    if group and not DNS_SUBDOMAIN.match(group):
         return f"group {group!r} is not a DNS subdomain"
-    if not _KUBE_VERSION.match(version) or len(version) > 63:
+    # Kubernetes takes any DNS-1035 label as an API version (a CRD's versions[].name,
+    # an APIService's spec.version): v1alpha, v2beta0 and v1-preview are valid, only the
+    # conventional forms sort by stability. opm accepts any string; what no apiserver can
+    # serve (V1, 1, v1.2) stays a finding.
+    if dns1035_label_problem(version):
         return f"version {version!r} is not a Kubernetes API version (a DNS-1035 label like v1, v1alpha, v2beta3)"
     if not _KIND.match(kind):
         return f"kind {kind!r} is not UpperCamelCase"

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from olmtool import kyaml
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
-from olmtool.bundle.k8snames import LABEL_VALUE, dns_subdomain_problem, qualified_name_problem
 from olmtool.bundle.model import Bundle, Finding, Object
 from olmtool.findings import Severity
+from olmtool.k8snames import dns_subdomain_problem, label_value_problem, qualified_name_problem
 
 # RBAC object names are path segments (system:foo is fine), not DNS names.
 PATH_SEGMENT_KINDS = frozenset({"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"})
@@ -265,9 +265,7 @@ def _metadata(obj: Object) -> Iterator[Finding]:
             problem = qualified_name_problem(str(key))
             if problem:
                 yield obj.finding("content/metadata", "error", f"key {key!r}: {problem}", where)
-            elif field == "labels" and (
-                not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value)
-            ):
+            elif field == "labels" and (not isinstance(value, str) or label_value_problem(value)):
                 yield obj.finding(
                     "content/metadata",
                     "error",

@@ -13,7 +13,6 @@ another schema.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -24,13 +23,12 @@ from olmtool.catalog.checks import bundle_scope, channel_scope, finding
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.model.edges import channel_heads
 from olmtool.catalog.model.types import GVK, Bundle, Channel, Entry, Package, ResolvedCatalog
+from olmtool.k8snames import DNS1123_LABEL
 from olmtool.versions import parse_version
 
 # What a caller learns from a full bundle blob before only its lean record is kept:
 # findings about it and its CSV's spec.replaces (see Bundle.csv_replaces).
 BundleInspector = Callable[[dc.Bundle, Bundle], tuple[list[Finding], str | None]]
-
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def build_model(
@@ -122,7 +120,7 @@ class ModelBuilder:
 
     def add_package(self, package: dc.Package) -> None:
         name = package.name
-        if not name or not _DNS1123_LABEL.match(name) or len(name) > 63:
+        if not name or not DNS1123_LABEL.match(name) or len(name) > 63:
             message = f"invalid package name {name!r}: must be a DNS-1123 label"
             self._add("package-name", message, package.origin, name)
         known = self.catalog.packages.get(name)
