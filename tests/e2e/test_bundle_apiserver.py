@@ -5,6 +5,7 @@ objects OLM derives from the CSV are accepted, and the CRD upgrades 0.1.0 -> 0.2
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from olmtool import yamlio
+from olmtool.bundle import load_bundle, validate_bundle
 from olmtool.cluster import ControlPlane, start_apiserver
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,3 +142,31 @@ def test_csv_derived_objects_are_accepted(api: client.ApiClient, version: str) -
         accepted.append(core.create_namespaced_service("default", service, dry_run="All").kind)
     assert accepted[:3] == ["Deployment", "ServiceAccount", "Role"]
     assert ("ClusterRole" in accepted) == bool(install.get("clusterPermissions"))
+
+
+@pytest.mark.parametrize("policy", ["Always", "", "OnFailure", "Never"])
+def test_deployment_restart_policy_verdict_is_the_apiservers(
+    api: client.ApiClient, policy: str, tmp_path: Path
+) -> None:
+    """``csv/deployment`` flags a pod template restartPolicy exactly when the apiserver
+    refuses the Deployment OLM would create from the CSV."""
+    bundle = tmp_path / "bundle"
+    shutil.copytree(BUNDLES / VERSIONS[-1], bundle)
+    (csv_path,) = (bundle / "manifests").glob("*.clusterserviceversion.yaml")
+    csv = yamlio.load(csv_path)
+    deployment = csv["spec"]["install"]["spec"]["deployments"][0]
+    deployment["spec"]["template"]["spec"]["restartPolicy"] = policy
+    csv_path.write_text(yamlio.dump(csv))
+    body = {"metadata": {"name": deployment["name"]}, "spec": yamlio.plain(deployment["spec"])}
+    try:
+        client.AppsV1Api(api).create_namespaced_deployment("default", body, dry_run="All")
+        refused = False
+    except ApiException as exc:
+        assert exc.status == 422, exc
+        refused = True
+    flagged = [
+        f
+        for f in validate_bundle(load_bundle(bundle)).findings
+        if f.check == "csv/deployment" and "restartPolicy" in f.message
+    ]
+    assert bool(flagged) == refused == (policy not in ("Always", ""))
