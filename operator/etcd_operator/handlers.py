@@ -11,8 +11,8 @@ from typing import Any
 
 import kopf
 
-from etcd_operator import reconcile, resources, status
-from etcd_operator.kube import Kube
+from etcd_operator import reconcile, resources, status, validation
+from etcd_operator.kube import Invalid, Kube
 from etcd_operator.resources import GROUP, ClusterRef
 
 log = logging.getLogger(__name__)
@@ -102,18 +102,32 @@ async def run_cluster(
     kube: Kube = memo.kube
     wake = _wakeup(uid)
     last_message = None
+    reported: list[str] = []  # the spec problems of the last pass, each posted once
     try:
         while not stopped:
             wake.clear()
             ref = cluster_ref(body)
+            previous = (body.get("status") or {}).get("conditions") or []
             try:
                 outcome = await reconcile.reconcile(kube, ref, dict(body))
+            except Invalid as exc:
+                # an object made from the spec that the pass could not do without: not
+                # retried until the cluster changes (or the idle interval passes)
+                problem = reconcile.refused(exc)
+                logger.info("invalid spec: %s", problem)
+                _warn(body, status.unreported([problem], previous, reported))
+                reported = [problem]
+                await _report_failure(kube, body, problem, "InvalidSpec")
+                await _sleep(wake, stopped, IDLE_INTERVAL)
+                continue
             except Exception as exc:
                 message = f"{exc.__class__.__name__}: {exc}"
                 logger.warning("reconcile failed: %s", message)
                 await _report_failure(kube, body, message)
                 await _sleep(wake, stopped, BUSY_INTERVAL * 3)
                 continue
+            _warn(body, status.unreported(outcome.problems, previous, reported))
+            reported = outcome.problems
             if outcome.status != (body.get("status") or {}):
                 await kube.patch(
                     body["apiVersion"],
@@ -133,15 +147,21 @@ async def run_cluster(
         _wakeups.pop(uid, None)
 
 
-async def _report_failure(kube: Kube, body: kopf.Body, message: str) -> None:
-    """Status says the pass failed (Degraded, ReconcileFailed) so the failure is visible
-    without the operator's logs; best effort, the next pass retries anyway."""
+def _warn(body: kopf.Body, problems: list[str]) -> None:
+    """A Warning event on the EtcdCluster for each spec problem (``kubectl describe``)."""
+    for problem in problems:
+        kopf.warn(body, reason="InvalidSpec", message=problem[:1000])
+
+
+async def _report_failure(
+    kube: Kube, body: kopf.Body, message: str, reason: str = "ReconcileFailed"
+) -> None:
+    """Status says the pass failed (Degraded, ReconcileFailed or InvalidSpec) so the
+    failure is visible without the operator's logs; best effort, the next pass retries."""
     old = dict(body.get("status") or {})
     conditions = [c for c in old.get("conditions") or [] if c.get("type") != "Degraded"]
     conditions.append(
-        status.condition(
-            "Degraded", True, "ReconcileFailed", message[:1000], old.get("conditions") or []
-        )
+        status.condition("Degraded", True, reason, message[:1000], old.get("conditions") or [])
     )
     with contextlib.suppress(Exception):
         await kube.patch(
@@ -179,7 +199,13 @@ async def take_final_snapshot(
         logger.info("no members left: no final snapshot")
         return
     name = f"{ref.name}-final-{ref.uid[:8]}"
-    await kube.create(resources.backup_claim(ref, str(spec.get("backupStorageSize") or "1Gi")))
+    problem = validation.size_problem(spec, "backupStorageSize")
+    if problem is None:
+        size = validation.size(spec, "backupStorageSize")
+        await kube.create(resources.backup_claim(ref, size))
+    elif await kube.get("v1", "PersistentVolumeClaim", ref.namespace, ref.backup_claim) is None:
+        logger.warning("no final snapshot: no backups volume, and %s", problem)
+        return
     await kube.create(resources.backup_job(ref, name, f"{ref.name}-final.db"))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + FINAL_SNAPSHOT_TIMEOUT

@@ -25,6 +25,7 @@ class ApiError(Exception):
         super().__init__(f"{code} {reason}: {message}")
         self.code = code
         self.reason = reason
+        self.message = message
 
 
 class NotFound(ApiError):
@@ -35,13 +36,18 @@ class Conflict(ApiError):
     pass
 
 
+class Invalid(ApiError):
+    """422: the object fails validation (for the operator's objects: a value from the
+    EtcdCluster's spec that its CRD let through)."""
+
+
 def _checked(found: Any) -> JSON:
     """The response as a dict; a failure Status raised (this client returns error
     responses as data instead of raising)."""
     data = found.to_dict() if hasattr(found, "to_dict") else dict(found)
     if data.get("kind") == "Status" and data.get("status") == "Failure":
         code = int(data.get("code") or 0)
-        kind = {404: NotFound, 409: Conflict}.get(code, ApiError)
+        kind = {404: NotFound, 409: Conflict, 422: Invalid}.get(code, ApiError)
         raise kind(code, str(data.get("reason") or ""), str(data.get("message") or ""))
     return data
 

@@ -11,6 +11,11 @@ ordered so that the cluster never loses quorum through the operator:
 5. a caught-up learner is promoted; then one member is added (as a learner) or removed,
    or one member is rolled to the target version, followers first, the leader last.
 
+What the spec asks for and the operator refuses (an unknown or downgraded version, a
+volume size that is not a positive quantity) is left undone while the rest goes on; a
+cluster that a refused volume size keeps from a member it needs is :class:`Blocked`, and
+one that has no member yet :class:`Failed`.
+
 Because the member list is the truth, an operator killed between an etcd call and the
 Kubernetes change that follows it finds the difference on its next pass and finishes it.
 """
@@ -76,6 +81,8 @@ class Observed:
     pods: Mapping[str, MemberPod] = field(default_factory=dict)
     bootstrapped: bool = False
     upgrade_refused: str | None = None
+    # why spec.storageSize cannot size a new member's volume (no new volume is requested)
+    storage_refused: str | None = None
 
     @property
     def voters(self) -> list[Member]:
@@ -168,6 +175,12 @@ class Failed(Step):
     """The operator cannot recover the cluster by itself."""
 
 
+@dataclass(frozen=True)
+class Blocked(Step):
+    """The next step needs what the spec gets wrong (the message says what): nothing
+    happens until the spec changes, and nothing is retried meanwhile."""
+
+
 def member_name(cluster: str, ordinal: int) -> str:
     return f"{cluster}-{ordinal}"
 
@@ -219,7 +232,14 @@ def next_step(observed: Observed, running_version: str) -> Step:
     for step in (_promote(observed), _resize(observed), _roll(observed)):
         if step is not None:
             return step
-    return Settled("Available", f"{len(observed.voters)} members healthy")
+    voters = len(observed.voters)
+    if observed.storage_refused and voters < observed.replicas:
+        return Blocked(
+            "InvalidSpec",
+            f"{voters} of {observed.replicas} members; no new member until the spec is "
+            f"fixed: {observed.storage_refused}",
+        )
+    return Settled("Available", f"{voters} members healthy")
 
 
 def _without_member_list(observed: Observed, running_version: str) -> Step:
@@ -229,6 +249,8 @@ def _without_member_list(observed: Observed, running_version: str) -> Step:
                 "DataLost",
                 "every member and its data are gone; restore the cluster from a snapshot",
             )
+        if observed.storage_refused:
+            return Failed("InvalidSpec", observed.storage_refused)
         seed = member_name(observed.cluster, 0)
         return Bootstrap("Creating", f"bootstrapping the first member {seed}", member=seed)
     for pod in sorted(observed.pods.values(), key=lambda p: ordinal(p.name)):
@@ -249,6 +271,11 @@ def _restart_members(observed: Observed, running_version: str) -> Step | None:
             continue
         # no Pod: a member whose Pod was deleted (its volume has the data), or one added
         # to etcd by a pass that stopped before creating its Pod (it never started)
+        if not pod.claim and observed.storage_refused:
+            return Blocked(
+                "InvalidSpec",
+                f"member {member.name} needs a new volume: {observed.storage_refused}",
+            )
         return StartPod(
             "Recovering",
             f"starting member {member.name}",
@@ -320,7 +347,7 @@ def _promote(observed: Observed) -> Step | None:
 
 def _resize(observed: Observed) -> Step | None:
     voters = observed.voters
-    if len(voters) < observed.replicas:
+    if len(voters) < observed.replicas and not observed.storage_refused:
         name = next_name(observed)
         return AddLearner(
             "ScalingUp",

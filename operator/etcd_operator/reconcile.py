@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from etcd_operator import etcd, plan, resources, status
-from etcd_operator.kube import ApiError, Kube
+from etcd_operator import etcd, plan, resources, status, validation
+from etcd_operator.kube import ApiError, Invalid, Kube
 from etcd_operator.resources import BACKUP_REQUEST, MEMBER_LABEL, VERSION_LABEL, ClusterRef
 from etcd_operator.versions import VersionRefused, check_change, parse
 
@@ -26,19 +26,20 @@ class Pass:
 
     step: plan.Step
     status: JSON
+    # what the operator refuses in the spec (each gets one Warning event)
+    problems: list[str] = field(default_factory=list)
 
     @property
     def progressing(self) -> bool:
         backup_running = "succeeded" not in (self.status.get("lastBackup") or {"succeeded": 1})
-        return backup_running or not isinstance(self.step, (plan.Settled, plan.Failed))
+        return backup_running or not isinstance(
+            self.step, (plan.Settled, plan.Failed, plan.Blocked)
+        )
 
 
-def parse_quantity(text: str) -> int:
-    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9}
-    for suffix, factor in units.items():
-        if text.endswith(suffix):
-            return int(float(text[: -len(suffix)]) * factor)
-    return int(float(text))
+def refused(exc: ApiError) -> str:
+    """An object made from the spec that the apiserver refused (422), as a spec problem."""
+    return f"the apiserver refused an object made from the spec: {exc.message}"
 
 
 # -- observing ---------------------------------------------------------------------------
@@ -79,12 +80,23 @@ class World:
     pods: dict[str, JSON]
     endpoints: dict[str, str]
     running_version: str
-    invalid: str | None
+    # what the operator refuses in the spec: InvalidSpec, one Warning event each
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def invalid(self) -> str | None:
+        return "; ".join(self.problems) or None
 
 
 async def observe(
-    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any], old: Mapping[str, Any]
+    kube: Kube,
+    ref: ClusterRef,
+    spec: Mapping[str, Any],
+    old: Mapping[str, Any],
+    problems: tuple[str, ...] = (),
 ) -> World:
+    """``problems``: what the pass found wrong with the spec so far (the version check
+    adds its own, first)."""
     selector = ref.label_selector()
     pods_list, claims_list = await asyncio.gather(
         kube.list("v1", "Pod", ref.namespace, selector),
@@ -120,6 +132,7 @@ async def observe(
     except VersionRefused as exc:
         wanted = parse(current) if current else None
         running, invalid = current or target, f"spec.version {target}: {exc}"
+    found = [invalid] if invalid else []
     observed = plan.Observed(
         cluster=ref.name,
         replicas=int(spec.get("replicas") or 3),
@@ -129,8 +142,9 @@ async def observe(
         pods=states,
         bootstrapped=bool(old.get("members")) or bool(claims),
         upgrade_refused=invalid,
+        storage_refused=validation.size_problem(spec, "storageSize"),
     )
-    return World(observed, pods, endpoints, running, invalid)
+    return World(observed, pods, endpoints, running, [*found, *problems])
 
 
 async def _none() -> None:
@@ -151,7 +165,12 @@ async def _start_member(
     initial: list[str],
     restore: Mapping[str, str] | None = None,
 ) -> None:
-    await kube.create(resources.data_claim(ref, member, str(spec.get("storageSize") or "1Gi")))
+    # an existing volume (a member restarting with its data) is not requested again: the
+    # apiserver validates a create before it finds the claim exists
+    existing = world.observed.pods.get(member)
+    if existing is None or not existing.claim:
+        size = validation.size(spec, "storageSize")
+        await kube.create(resources.data_claim(ref, member, size))
     member_spec = resources.MemberSpec(
         name=member,
         version=version,
@@ -211,33 +230,59 @@ async def act(
 # -- owned objects -----------------------------------------------------------------------
 
 
-async def ensure_shared(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> None:
+async def ensure_shared(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> list[str]:
+    """The objects every member shares; returns what the apiserver refused of those made
+    from the spec (the pass goes on: the members matter more)."""
     replicas = int(spec.get("replicas") or 3)
-    storage = parse_quantity(str(spec.get("storageSize") or "1Gi"))
     for body in (
         resources.peer_service(ref),
         resources.client_service(ref),
         resources.metrics_service(ref),
     ):
         await kube.create(body)
-    await kube.ensure(resources.bootstrap_config(ref, storage), fields=())
+    # the quota follows storageSize; created once (never patched), so not from a size
+    # that is refused (no member starts until it is fixed)
+    if validation.size_problem(spec, "storageSize") is None:
+        storage = validation.size_bytes(validation.size(spec, "storageSize"))
+        await kube.ensure(resources.bootstrap_config(ref, storage), fields=())
     # optional extras: RBAC of older releases (0.1.0, 0.2.0) grants neither; the members
-    # matter more than the budget and backups, so a refusal is logged, not fatal
+    # matter more than the budget and backups, so a refusal is logged or reported, not fatal
+    problems: list[str] = []
+    await _optional(_ensure_budget(kube, ref, replicas), problems)
+    await _optional(ensure_backups(kube, ref, spec), problems)
+    return problems
+
+
+async def _optional(action: Awaitable[None], problems: list[str]) -> None:
     try:
-        pdb_version = await kube.served("policy", "PodDisruptionBudget", ("v1", "v1beta1"))
-        await kube.ensure(resources.disruption_budget(ref, replicas, pdb_version))
-        await ensure_backups(kube, ref, spec)
+        await action
     except ApiError as exc:
-        if exc.code != 403:
+        if exc.code == 403:
+            log.warning("skipping the disruption budget or backups: %s", exc)
+        elif isinstance(exc, Invalid):
+            problems.append(refused(exc))
+        else:
             raise
-        log.warning("skipping the disruption budget or backups: %s", exc)
+
+
+async def _ensure_budget(kube: Kube, ref: ClusterRef, replicas: int) -> None:
+    pdb_version = await kube.served("policy", "PodDisruptionBudget", ("v1", "v1beta1"))
+    await kube.ensure(resources.disruption_budget(ref, replicas, pdb_version))
+
+
+async def _ensure_backup_claim(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> None:
+    """The backups volume, unless its size is refused (the pass reports that): an existing
+    one is used as it is, a missing one leaves the backup Pods pending until it is fixed."""
+    if validation.size_problem(spec, "backupStorageSize") is None:
+        size = validation.size(spec, "backupStorageSize")
+        await kube.create(resources.backup_claim(ref, size))
 
 
 async def ensure_backups(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> None:
     cron_version = await kube.served("batch", "CronJob", ("v1", "v1beta1"))
     schedule = spec.get("backupSchedule")
     if schedule:
-        await kube.create(resources.backup_claim(ref, str(spec.get("backupStorageSize") or "1Gi")))
+        await _ensure_backup_claim(kube, ref, spec)
         await kube.ensure(resources.backup_cronjob(ref, schedule, cron_version))
     else:
         await kube.delete(cron_version, "CronJob", ref.namespace, ref.backup_cronjob)
@@ -245,14 +290,19 @@ async def ensure_backups(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -
 
 async def request_backup(
     kube: Kube, ref: ClusterRef, spec: Mapping[str, Any], annotations: Mapping[str, str]
-) -> None:
-    """An on-demand backup for each new value of the backup-request annotation."""
+) -> list[str]:
+    """An on-demand backup for each new value of the backup-request annotation; returns
+    what the apiserver refused of it."""
     request = annotations.get(BACKUP_REQUEST)
     if not request:
-        return
+        return []
     name = f"{ref.name}-backup-{hashlib.sha256(request.encode()).hexdigest()[:8]}"
-    await kube.create(resources.backup_claim(ref, str(spec.get("backupStorageSize") or "1Gi")))
-    await kube.create(resources.backup_job(ref, name, f"{name}.db"))
+    try:
+        await _ensure_backup_claim(kube, ref, spec)
+        await kube.create(resources.backup_job(ref, name, f"{name}.db"))
+    except Invalid as exc:
+        return [refused(exc)]
+    return []
 
 
 async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
@@ -292,10 +342,13 @@ def _job_failed(job_status: Mapping[str, Any]) -> bool:
 async def reconcile(kube: Kube, ref: ClusterRef, body: Mapping[str, Any]) -> Pass:
     spec = body.get("spec") or {}
     old = body.get("status") or {}
-    await ensure_shared(kube, ref, spec)
-    await request_backup(kube, ref, spec, (body.get("metadata") or {}).get("annotations") or {})
-    world = await observe(kube, ref, spec, old)
+    problems = validation.spec_problems(spec)
+    problems += await ensure_shared(kube, ref, spec)
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    problems += await request_backup(kube, ref, spec, annotations)
+    world = await observe(kube, ref, spec, old, tuple(problems))
     if world.invalid and not world.observed.bootstrapped:
+        # nothing is created from a spec the operator refuses
         step: plan.Step = plan.Failed("InvalidSpec", world.invalid)
     else:
         step = plan.next_step(world.observed, world.running_version)
@@ -303,8 +356,12 @@ async def reconcile(kube: Kube, ref: ClusterRef, body: Mapping[str, Any]) -> Pas
             step = await act(kube, ref, spec, world, step)
         except etcd.EtcdUnavailable as exc:
             step = plan.Wait("Unreachable", f"etcd did not answer {step.reason}: {exc}")
+        except Invalid as exc:
+            # not retried until the spec changes (the daemon wakes on every change)
+            world.problems.append(refused(exc))
+            step = plan.Blocked("InvalidSpec", f"{step.message}: {refused(exc)}")
     new_status = build_status(ref, body, world, step, await last_backup(kube, ref))
-    return Pass(step, new_status)
+    return Pass(step, new_status, list(dict.fromkeys(world.problems)))
 
 
 def build_status(
@@ -317,15 +374,17 @@ def build_status(
     )
     was_creating = status.creating(old)
     stale = [dict(m, healthy=False, isLeader=False) for m in old.get("members") or []]
+    members = status.members(observed, ref) or stale
+    started = bool(members)
     new: JSON = {
-        "phase": status.phase(step, world.invalid, old.get("phase")),
-        "members": status.members(observed, ref) or stale,
+        "phase": status.phase(step, world.invalid, old.get("phase"), started),
+        "members": members,
         "readyMembers": len(observed.health),
         "currentVersion": versions[0] if versions else old.get("currentVersion"),
         "targetVersion": str((body.get("spec") or {}).get("version") or ""),
         "observedGeneration": (body.get("metadata") or {}).get("generation"),
         "conditions": status.conditions(
-            step, observed, world.invalid, old.get("conditions") or [], was_creating
+            step, observed, world.invalid, old.get("conditions") or [], was_creating, started
         ),
     }
     if backup:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from etcd_operator import plan
@@ -25,21 +25,33 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _creating(old_phase: str | None, started: bool) -> bool:
+    return old_phase in (None, "", "Pending", "Creating") or (old_phase == "Failed" and not started)
+
+
 def creating(old: Mapping[str, Any]) -> bool:
-    """Whether the cluster has never yet reached its size (phase Creating or unset)."""
-    return old.get("phase") in (None, "", "Pending", "Creating")
+    """Whether the cluster has never yet reached its size (phase Creating or unset), or
+    failed before any member ever ran (an invalid spec: fixed, it is created as usual).
+    A member ran once etcd listed members: status keeps the last list it saw."""
+    return _creating(old.get("phase"), bool(old.get("members")))
 
 
 _DEGRADED = ("ReplacingMember", "Recovering", "MemberUnhealthy", "Unreachable", "RemovingLeftovers")
+# Steps after which the operator does nothing until something changes.
+_STUCK = (plan.Failed, plan.Blocked)
 
 
-def phase(step: plan.Step, invalid: str | None, old_phase: str | None) -> str:
-    was_creating = old_phase in (None, "", "Pending", "Creating")
+def phase(step: plan.Step, invalid: str | None, old_phase: str | None, started: bool = True) -> str:
+    """``started``: whether a member ever ran (a cluster that failed before is still being
+    created once its spec is fixed)."""
+    was_creating = _creating(old_phase, started)
     if isinstance(step, plan.Failed) or (invalid and was_creating):
         return "Failed"
     if was_creating and not isinstance(step, plan.Settled):
         return "Creating"
     if isinstance(step, plan.Wait) and step.quorum_lost:
+        return "Degraded"
+    if isinstance(step, plan.Blocked):
         return "Degraded"
     if step.reason in _PHASES:
         return _PHASES[step.reason]
@@ -91,15 +103,24 @@ def conditions(
     invalid: str | None,
     previous: Sequence[Mapping[str, Any]],
     was_creating: bool,
+    started: bool = True,
 ) -> list[JSON]:
-    settled = isinstance(step, (plan.Settled, plan.Failed)) or (
-        isinstance(step, plan.Wait) and step.quorum_lost
+    """``started``: whether a member ever ran. A cluster none of whose members ever ran has
+    no quorum to lose: it is ``Creating`` while the operator creates it, ``NotStarted``
+    when it cannot (an invalid spec)."""
+    stuck = isinstance(step, _STUCK)
+    settled = (
+        stuck
+        or isinstance(step, plan.Settled)
+        or (isinstance(step, plan.Wait) and step.quorum_lost)
     )
     healthy = len(observed.healthy_voters)
     # Available once the cluster has reached its size, then for as long as it has quorum
     quorum = observed.has_quorum and not (was_creating and not isinstance(step, plan.Settled))
     if quorum:
         available = ("QuorumAvailable", f"{healthy} of {len(observed.voters)} members healthy")
+    elif not started:
+        available = ("NotStarted" if stuck else "Creating", step.message)
     elif was_creating:
         available = ("Creating", step.message)
     else:
@@ -120,9 +141,28 @@ def conditions(
         condition(
             "Progressing",
             not settled,
-            step.reason if not settled else "Settled",
+            step.reason if not settled or stuck else "Settled",
             step.message,
             previous,
         ),
         condition("Degraded", *degraded, previous),
     ]
+
+
+def unreported(
+    problems: Sequence[str],
+    previous: Sequence[Mapping[str, Any]],
+    reported: Collection[str] = (),
+) -> list[str]:
+    """The spec problems to post a Warning event for, once each: not already found by the
+    previous pass (``reported``) nor already in the ``InvalidSpec`` condition the status
+    carries (written before an operator restart, say)."""
+    said = next(
+        (
+            str(c.get("message") or "")
+            for c in previous
+            if c.get("type") == "Degraded" and c.get("reason") == "InvalidSpec"
+        ),
+        "",
+    )
+    return [p for p in dict.fromkeys(problems) if p not in reported and p not in said]

@@ -178,3 +178,50 @@ def test_names_come_from_peer_urls_until_members_start() -> None:
     assert plan.name_from_peer_url("http://example-3.example.ns.svc:2380") == "example-3"
     obs = observed([member(0), member(7)], [pod(0), pod(7)], replicas=3)
     assert plan.next_name(obs) == "c-8"
+
+
+# -- a refused storageSize (an older CRD let "0" or "-1Gi" through) ----------------------
+
+REFUSED = 'spec.storageSize "-1Gi": must be greater than zero'
+
+
+def test_a_refused_storage_size_creates_no_cluster() -> None:
+    got = step(observed(None, [], storage_refused=REFUSED))
+    assert isinstance(got, plan.Failed) and (got.reason, got.message) == ("InvalidSpec", REFUSED)
+
+
+def test_a_refused_storage_size_adds_no_member_and_says_so() -> None:
+    obs = observed([member(0)], [pod(0)], storage_refused=REFUSED)
+    got = step(obs)
+    assert isinstance(got, plan.Blocked) and got.reason == "InvalidSpec"
+    assert got.message.startswith("1 of 3 members") and REFUSED in got.message
+
+
+def test_a_refused_storage_size_still_lets_the_rest_happen() -> None:
+    members = [member(i) for i in range(3)]
+    # a member restarts with its volume (no new volume is asked for)
+    pods = [pod(0), pod(1), pod(2, pod=False)]
+    got = step(observed(members, pods, healthy=[0, 1], storage_refused=REFUSED))
+    assert isinstance(got, plan.StartPod) and got.member == "c-2"
+    # a roll and a shrink need no new volume either
+    rolling = [pod(0), pod(1), pod(2, version="3.4.23")]
+    assert isinstance(step(observed(members, rolling, storage_refused=REFUSED)), plan.Roll)
+    shrink = step(
+        observed(members, [pod(i) for i in range(3)], replicas=1, storage_refused=REFUSED)
+    )
+    assert isinstance(shrink, plan.RemoveMember)
+    # at its size, the cluster is settled (status reports the refused spec)
+    at_size = step(observed(members, [pod(i) for i in range(3)], storage_refused=REFUSED))
+    assert isinstance(at_size, plan.Settled)
+
+
+def test_a_member_that_needs_a_new_volume_waits_for_a_valid_size() -> None:
+    # MemberAdd happened, then the pass stopped before the volume and Pod were created
+    obs = observed(
+        [member(0), member(1, learner=True, started=False)],
+        [pod(0)],
+        healthy=[0],
+        storage_refused=REFUSED,
+    )
+    got = step(obs)
+    assert isinstance(got, plan.Blocked) and "member c-1 needs a new volume" in got.message

@@ -62,3 +62,76 @@ def test_transition_times_only_move_on_a_change() -> None:
         status.condition("Available", False, "QuorumLost", "x", old)["lastTransitionTime"]
         != "2020-01-01T00:00:00Z"
     )
+
+
+# -- a cluster that never started --------------------------------------------------------
+
+INVALID = 'spec.storageSize "0": must be greater than zero'
+
+
+def never_started() -> Observed:
+    return Observed("c", 3, parse("3.5.1"), None, {}, {}, bootstrapped=False)
+
+
+def test_a_cluster_that_never_started_has_no_quorum_to_lose() -> None:
+    failed = plan.Failed("InvalidSpec", INVALID)
+    # first pass (no status yet), then every later one (phase Failed, still no members)
+    for old_phase in (None, "Failed"):
+        old = {"phase": old_phase, "members": []}
+        assert status.creating(old)
+        assert status.phase(failed, INVALID, old_phase, started=False) == "Failed"
+        got = by_type(
+            status.conditions(failed, never_started(), INVALID, [], status.creating(old), False)
+        )
+        assert got == {
+            "Available": ("False", "NotStarted"),
+            "Progressing": ("False", "InvalidSpec"),
+            "Degraded": ("True", "InvalidSpec"),
+        }
+
+
+def test_a_fixed_spec_creates_the_cluster_that_failed_before_starting() -> None:
+    old = {"phase": "Failed", "members": []}
+    bootstrap = plan.Bootstrap("Creating", "bootstrapping the first member c-0", member="c-0")
+    assert status.phase(bootstrap, None, "Failed", started=False) == "Creating"
+    got = by_type(
+        status.conditions(bootstrap, never_started(), None, [], status.creating(old), False)
+    )
+    assert got["Available"] == ("False", "Creating") and got["Degraded"] == ("False", "AsExpected")
+    starting = plan.Wait("Unreachable", "no member answers yet")
+    assert status.phase(starting, None, "Creating", started=False) == "Creating"
+
+
+def test_a_cluster_that_ran_and_failed_is_not_creating() -> None:
+    old = {"phase": "Failed", "members": [{"name": "c-0"}]}
+    assert not status.creating(old)
+    lost = plan.Failed("DataLost", "every member and its data are gone")
+    got = by_type(status.conditions(lost, never_started(), None, [], False, True))
+    assert got["Available"] == ("False", "QuorumLost")
+
+
+def test_a_blocked_step_is_degraded_not_progressing() -> None:
+    blocked = plan.Blocked("InvalidSpec", f"1 of 3 members; no new member: {INVALID}")
+    assert status.phase(blocked, INVALID, "Scaling") == "Degraded"
+    got = by_type(status.conditions(blocked, observed(1, 1), INVALID, [], False))
+    assert got == {
+        "Available": ("True", "QuorumAvailable"),
+        "Progressing": ("False", "InvalidSpec"),
+        "Degraded": ("True", "InvalidSpec"),
+    }
+
+
+def test_each_spec_problem_is_reported_once() -> None:
+    version = "spec.version 3.5.99: etcd 3.5.99 is not a known release"
+    assert status.unreported([INVALID], []) == [INVALID]
+    # the next pass finds the same problem: nothing new to say
+    assert status.unreported([INVALID], [], reported=[INVALID]) == []
+    # a second problem is new, the first is not
+    assert status.unreported([INVALID, version], [], reported=[INVALID]) == [version]
+    # after an operator restart, the status already says it
+    said = [status.condition("Degraded", True, "InvalidSpec", f"{version}; {INVALID}", [])]
+    assert status.unreported([version, INVALID], said) == []
+    # fixed, then broken again: reported again
+    fixed = [status.condition("Degraded", False, "AsExpected", "all members healthy", [])]
+    assert status.unreported([INVALID], fixed, reported=[]) == [INVALID]
+    assert status.unreported([INVALID, INVALID], []) == [INVALID]

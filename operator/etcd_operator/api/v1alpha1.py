@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
-from olmtool.crd import Condition, ListType, Quantity, Schema
+from olmtool.crd import Condition, ListType, Marker, Schema
+from olmtool.crd.markers import IntOrStringSchema
 
 ETCD_VERSION_PATTERN = r"^3\.[45]\.[0-9]+$"
 # Five cron fields (numbers, names, ranges, steps, lists) or a predefined @schedule.
@@ -14,6 +16,34 @@ _CRON_FIELD = (
     r"(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*"
 )
 CRON_PATTERN = rf"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|({_CRON_FIELD}\s+){{4}}{_CRON_FIELD})$"
+
+# A Kubernetes quantity greater than zero: the quantity grammar (olmtool.crd.Quantity's
+# pattern) without a minus sign, with a non-zero digit in the number, before or after the
+# point (RE2 has no lookahead to say "not all zeros"), and an integer exponent (as the
+# apiserver's quantity parser requires). 1Gi, 500Mi, 1.5Gi, 0.5Gi, 2G, 1e9 and 1073741824
+# match; 0, 0Gi, 0.0, -1Gi, 1e1.5 and abc do not.
+POSITIVE_QUANTITY_PATTERN = (
+    r"^\+?(([0-9]*[1-9][0-9]*(\.[0-9]*)?)|([0-9]*\.[0-9]*[1-9][0-9]*))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?[0-9]+))?$"
+)
+
+
+@dataclass(frozen=True)
+class _AtLeastOne(Marker):
+    """``minimum: 1`` on an int-or-string node: the integer form of a positive quantity
+    (the pattern only applies to the string form)."""
+
+    def apply(self, schema: dict[str, Any]) -> None:
+        schema["minimum"] = 1
+
+
+PositiveQuantity = Annotated[
+    Annotated[int, Field(ge=1)]
+    | Annotated[str, StringConstraints(pattern=POSITIVE_QUANTITY_PATTERN)],
+    IntOrStringSchema(pattern=POSITIVE_QUANTITY_PATTERN),
+    _AtLeastOne(),
+]
+"""A Kubernetes quantity greater than zero, such as a volume size (``1Gi`` or ``1073741824``)."""
 
 Phase = Literal["Pending", "Creating", "Running", "Scaling", "Upgrading", "Degraded", "Failed"]
 
@@ -25,7 +55,7 @@ class EtcdClusterSpec(Schema):
     """Number of etcd members. Odd, so that a majority (quorum) always exists: 1, 3, 5 or 7."""
     version: Annotated[str, Field(pattern=ETCD_VERSION_PATTERN)] = "3.5.1"
     """etcd version to run (3.4.x or 3.5.x). Changing it performs a rolling upgrade."""
-    storage_size: Quantity = "1Gi"
+    storage_size: PositiveQuantity = "1Gi"
     """Size of each member's persistent volume, e.g. 1Gi."""
     backup_schedule: Annotated[str, Field(pattern=CRON_PATTERN)] | None = None
     """Cron schedule for snapshots (e.g. "0 */6 * * *"); no backups when unset."""

@@ -37,7 +37,7 @@ class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
 
     resources: ResourceRequirements | None = None
     """Compute resources of each member's etcd container."""
-    backup_storage_size: Quantity = "1Gi"
+    backup_storage_size: v1alpha1.PositiveQuantity = "1Gi"
     """Size of the "<name>-backups" volume that scheduled, on-demand and final snapshots go
     to. The volume is kept when the EtcdCluster is deleted."""
     final_snapshot: bool = True

@@ -1,0 +1,99 @@
+"""Spec checks the operator makes itself (pure): the CRD of an older release on the
+cluster may have let through what today's refuses (``storageSize: "0"``, ``"-1Gi"``), and
+a spec the operator cannot act on is reported as ``InvalidSpec``, not retried.
+
+Quantities are parsed as the apiserver parses them (``k8s.io/apimachinery``'s
+``resource.ParseQuantity``): a signed decimal number and one suffix, binary (``Ki``..
+``Ei``), decimal (``n``, ``u``, ``m``, ``k``, ``M``..``E``) or an integer exponent
+(``e9``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+DEFAULT_SIZE = "1Gi"
+# The sizes of the volumes the operator creates, by spec field.
+SIZE_FIELDS = ("storageSize", "backupStorageSize")
+
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([A-Za-z]*|[eE][+-]?[0-9]+)")
+_NOT_A_QUANTITY = "not a quantity (such as 1Gi, 500Mi or 2G)"
+_EXPONENT = re.compile(r"[eE][+-]?[0-9]+")
+_SUFFIXES = {
+    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+
+
+class QuantityRefused(ValueError):
+    """A value that is not a Kubernetes quantity, or not one the field allows."""
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """A quantity (``"1Gi"``, ``"1.5G"``, ``"1e9"``, ``1073741824``) as a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise QuantityRefused(_NOT_A_QUANTITY)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise QuantityRefused(_NOT_A_QUANTITY)
+        return Decimal(str(value))
+    found = _QUANTITY.fullmatch(value)
+    if not found:
+        raise QuantityRefused(_NOT_A_QUANTITY)
+    number, suffix = found.groups()
+    if _EXPONENT.fullmatch(suffix):
+        factor = Decimal(f"1{suffix}")
+    elif suffix in _SUFFIXES:
+        factor = _SUFFIXES[suffix]
+    else:
+        raise QuantityRefused(f'unknown unit "{suffix}" (units: Ki, Mi, Gi, Ti, k, M, G, T...)')
+    try:
+        return Decimal(number) * factor
+    except ArithmeticError as exc:  # decimal's Overflow: an exponent like e999999999
+        raise QuantityRefused("out of range") from exc
+
+
+def size_bytes(value: Any) -> int:
+    """A positive size in whole bytes (a fraction of a byte rounds up, as the apiserver does)."""
+    quantity = parse_quantity(value)
+    if quantity <= 0:
+        raise QuantityRefused("must be greater than zero")
+    return math.ceil(quantity)
+
+
+def size_problem(spec: Mapping[str, Any], field: str) -> str | None:
+    """Why ``spec[field]`` (unset: 1Gi) is not a volume size, or None."""
+    value = spec.get(field)
+    if value is None:
+        return None
+    try:
+        size_bytes(value)
+    except QuantityRefused as exc:
+        shown = f'"{value}"' if isinstance(value, str) else str(value)
+        return f"spec.{field} {shown}: {exc}"
+    return None
+
+
+def size(spec: Mapping[str, Any], field: str) -> str:
+    """``spec[field]`` as the volume size to request (check :func:`size_problem` first)."""
+    value = spec.get(field)
+    return DEFAULT_SIZE if value is None else str(value)
+
+
+def spec_problems(spec: Mapping[str, Any]) -> list[str]:
+    """What the operator refuses in ``spec`` (the version is checked on its own, against the
+    version the members run: :func:`etcd_operator.versions.check_change`)."""
+    return [p for field in SIZE_FIELDS if (p := size_problem(spec, field))]

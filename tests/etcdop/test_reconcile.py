@@ -1,0 +1,210 @@
+"""One reconcile pass against an in-memory apiserver: an invalid spec is reported as
+InvalidSpec (once per problem), nothing is created from it, and nothing raises."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from etcd_operator import plan, reconcile
+from etcd_operator.kube import Invalid
+from etcd_operator.resources import ClusterRef
+
+REF = ClusterRef(name="ex", namespace="ns", uid="0123456789abcdef")
+JSON = dict[str, Any]
+
+
+class FakeKube:
+    """Creates, lists and deletes in memory; ``refuse`` kinds fail creation with a 422."""
+
+    def __init__(self, refuse: tuple[str, ...] = ()) -> None:
+        self.refuse = refuse
+        self.objects: dict[tuple[str, str], JSON] = {}
+        self.created: list[tuple[str, str]] = []
+
+    async def served(self, group: str, kind: str, versions: tuple[str, ...]) -> str:
+        return f"{group}/{versions[0]}"
+
+    async def create(self, body: JSON) -> JSON:
+        kind, name = body["kind"], body["metadata"]["name"]
+        if kind in self.refuse:
+            raise Invalid(422, "Invalid", f'{kind} "{name}" is invalid: spec: Invalid value')
+        self.created.append((kind, name))
+        return self.objects.setdefault((kind, name), body)
+
+    async def ensure(self, body: JSON, fields: tuple[str, ...] = ("spec",)) -> JSON:
+        return await self.create(body)
+
+    async def get(self, api_version: str, kind: str, namespace: str, name: str) -> JSON | None:
+        return self.objects.get((kind, name))
+
+    async def list(self, api_version: str, kind: str, namespace: str, selector: str) -> list[JSON]:
+        wanted = dict(pair.split("=", 1) for pair in selector.split(","))
+        return [
+            body
+            for (k, _), body in self.objects.items()
+            if k == kind and wanted.items() <= (body["metadata"].get("labels") or {}).items()
+        ]
+
+    async def delete(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        return self.objects.pop((kind, name), None) is not None
+
+    def kinds(self) -> set[str]:
+        return {kind for kind, _ in self.created}
+
+
+def cluster(spec: JSON, status: JSON | None = None) -> JSON:
+    body: JSON = {
+        "apiVersion": "etcd.olmtool.dev/v1beta1",
+        "kind": "EtcdCluster",
+        "metadata": {"name": "ex", "namespace": "ns", "uid": REF.uid, "generation": 1},
+        "spec": {"replicas": 3, "version": "3.5.1", **spec},
+    }
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def run(kube: FakeKube, body: JSON) -> reconcile.Pass:
+    return asyncio.run(reconcile.reconcile(kube, REF, body))  # type: ignore[arg-type]
+
+
+def conditions(outcome: reconcile.Pass) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in outcome.status["conditions"]}
+
+
+def test_a_negative_storage_size_is_an_invalid_spec_not_a_retried_422() -> None:
+    kube = FakeKube(refuse=("PersistentVolumeClaim",))  # what the apiserver would do
+    first = run(kube, cluster({"storageSize": "-1Gi"}))
+    message = 'spec.storageSize "-1Gi": must be greater than zero'
+    assert isinstance(first.step, plan.Failed) and first.step.reason == "InvalidSpec"
+    assert first.problems == [message] and not first.progressing
+    # no volume, member or quota from the refused size
+    assert not kube.kinds() & {"PersistentVolumeClaim", "Pod", "ConfigMap"}
+    # every later pass says the same: never started, so no quorum was lost
+    again = run(kube, cluster({"storageSize": "-1Gi"}, first.status))
+    for outcome in (first, again):
+        assert outcome.status["phase"] == "Failed"
+        assert conditions(outcome) == {
+            "Available": ("False", "NotStarted"),
+            "Progressing": ("False", "InvalidSpec"),
+            "Degraded": ("True", "InvalidSpec"),
+        }
+        degraded = next(c for c in outcome.status["conditions"] if c["type"] == "Degraded")
+        assert degraded["message"] == message
+
+
+def test_a_fixed_storage_size_creates_the_cluster() -> None:
+    kube = FakeKube()
+    failed = run(kube, cluster({"storageSize": "0"}))
+    fixed = run(kube, cluster({"storageSize": "2Gi"}, failed.status))
+    assert isinstance(fixed.step, plan.Bootstrap) and fixed.problems == []
+    claim = kube.objects[("PersistentVolumeClaim", "ex-0-data")]
+    assert claim["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    assert fixed.status["phase"] == "Creating"
+    assert conditions(fixed)["Available"] == ("False", "Creating")
+
+
+def test_a_member_the_apiserver_refuses_blocks_the_step_without_raising() -> None:
+    kube = FakeKube(refuse=("Pod",))  # e.g. resources.requests above resources.limits
+    outcome = run(kube, cluster({"resources": {"requests": {"cpu": "2"}}}))
+    assert isinstance(outcome.step, plan.Blocked) and not outcome.progressing
+    assert outcome.problems == [
+        'the apiserver refused an object made from the spec: Pod "ex-0" is invalid: '
+        "spec: Invalid value"
+    ]
+    assert conditions(outcome)["Degraded"] == ("True", "InvalidSpec")
+    assert conditions(outcome)["Available"] == ("False", "NotStarted")
+
+
+def test_a_refused_backup_schedule_is_reported_and_a_bad_backup_size_not_requested() -> None:
+    kube = FakeKube(refuse=("CronJob",))  # "99 * * * *" passes the CRD's pattern
+    outcome = run(kube, cluster({"backupSchedule": "99 * * * *", "backupStorageSize": "0"}))
+    assert outcome.problems == [
+        'spec.backupStorageSize "0": must be greater than zero',
+        'the apiserver refused an object made from the spec: CronJob "ex-backup" is invalid: '
+        "spec: Invalid value",
+    ]
+    assert ("PersistentVolumeClaim", "ex-backups") not in kube.created
+
+
+# -- the daemon: one Warning event per distinct problem, no hot loop -----------------------
+
+
+class Stopped:
+    """kopf's DaemonStopped for ``passes`` passes."""
+
+    def __init__(self, passes: int) -> None:
+        self.passes = passes
+
+    def __bool__(self) -> bool:
+        self.passes -= 1
+        return self.passes < 0
+
+    async def wait(self) -> None:
+        await asyncio.sleep(3600)
+
+
+class StatusKube(FakeKube):
+    """Also takes the status patches, into the body the daemon reads (as kopf's watch
+    would)."""
+
+    def __init__(self, body: JSON, refuse: tuple[str, ...] = ()) -> None:
+        super().__init__(refuse)
+        self.body = body
+
+    async def patch(self, *args: Any, status: bool = False) -> JSON:
+        patch = args[4]
+        self.body["status"] = {**(self.body.get("status") or {}), **patch["status"]}
+        return self.body
+
+
+def run_daemon(
+    monkeypatch: Any, body: JSON, passes: int, refuse: tuple[str, ...] = ()
+) -> tuple[list[tuple[str, str]], list[float], JSON]:
+    import logging
+    from types import SimpleNamespace
+
+    from etcd_operator import handlers
+
+    events: list[tuple[str, str]] = []
+    sleeps: list[float] = []
+
+    async def no_sleep(wake: Any, stopped: Any, seconds: float) -> None:
+        sleeps.append(seconds)
+
+    monkeypatch.setattr(
+        handlers.kopf, "warn", lambda obj, reason, message: events.append((reason, message))
+    )
+    monkeypatch.setattr(handlers, "_sleep", no_sleep)
+    kube = StatusKube(body, refuse)
+    asyncio.run(
+        handlers.run_cluster(
+            stopped=Stopped(passes),  # type: ignore[arg-type]
+            body=body,  # type: ignore[arg-type]
+            uid=REF.uid,
+            memo=SimpleNamespace(kube=kube),  # type: ignore[arg-type]
+            logger=logging.getLogger("test"),
+        )
+    )
+    return events, sleeps, body
+
+
+def test_an_invalid_spec_gets_one_warning_event_not_one_per_pass(monkeypatch: Any) -> None:
+    events, sleeps, body = run_daemon(monkeypatch, cluster({"storageSize": "0"}), passes=3)
+    assert events == [("InvalidSpec", 'spec.storageSize "0": must be greater than zero')]
+    assert sleeps == [15.0] * 3  # idle: woken by the fix, not retried every few seconds
+    assert body["status"]["phase"] == "Failed"
+
+
+def test_a_refusal_outside_the_plan_is_invalid_spec_too(monkeypatch: Any) -> None:
+    # an object every cluster needs, refused (a name too long for a Service, say)
+    events, sleeps, body = run_daemon(monkeypatch, cluster({}), passes=3, refuse=("Service",))
+    message = (
+        'the apiserver refused an object made from the spec: Service "ex" is invalid: '
+        "spec: Invalid value"
+    )
+    assert events == [("InvalidSpec", message)]
+    assert sleeps == [15.0] * 3
+    degraded = body["status"]["conditions"][-1]
+    assert (degraded["reason"], degraded["message"]) == ("InvalidSpec", message)
