@@ -12,6 +12,8 @@ measurement left behind:
   stream, N sequential ``GetBundle`` calls).
 
 With ``OPM=/path/to/opm`` the same runs against opm and the table gets olmtool/opm ratios.
+Then (unless ``--quick`` or ``--no-load``) ``bench_serve_load.py``: 50 and 200 concurrent
+gRPC clients against both servers, refused calls and p50/p99 latency side by side.
 
     python benchmarks/catalog_bench.py                      # sizes 1,10,100,1000
     python benchmarks/catalog_bench.py --sizes 1 --quick    # a smoke run in seconds
@@ -736,6 +738,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="runs per measurement, the median is kept (default 3; 1 with --quick)",
     )
+    parser.add_argument(
+        "--load",
+        action=argparse.BooleanOptionalAction,
+        help="then the gRPC load section, bench_serve_load.py (default: on, off with --quick)",
+    )
     parser.add_argument("--child", nargs=2, metavar=("KIND", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -764,7 +771,18 @@ def main(argv: list[str] | None = None) -> int:
             size.tools[tool] = bench_tool(tool, directory, logs, calls, repeat, opm, progress)
         results.append(size)
     print_report(results, opm, time.perf_counter() - started)
+    if args.load if args.load is not None else not args.quick:
+        return run_load_section(args.workdir, args.seed)
     return 0
+
+
+def run_load_section(workdir: Path, seed: int) -> int:
+    """bench_serve_load.py: concurrent clients against olmtool and opm (when found)."""
+    sys.path.insert(0, str(HERE))
+    import bench_serve_load
+
+    print(flush=True)
+    return bench_serve_load.main(["--workdir", str(workdir), "--seed", str(seed)])
 
 
 if __name__ == "__main__":

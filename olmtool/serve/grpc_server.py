@@ -18,12 +18,14 @@ import base64
 import binascii
 import functools
 import inspect
+import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -42,7 +44,13 @@ from olmtool.serve.index import (
     EntryRef,
     NotFoundError,
 )
-from olmtool.serve.limits import ServerLimits, bounded
+from olmtool.serve.limits import (
+    GRPC_REFUSAL_BACKLOG,
+    GRPC_STREAM_WINDOW,
+    ServerLimits,
+    bounded,
+    busy_message,
+)
 from olmtool.serve.proto import registry_pb2 as pb
 from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
@@ -53,6 +61,8 @@ HIDDEN_PROPERTIES_V1_26 = frozenset({dc.PROP_BUNDLE_OBJECT})
 HIDDEN_PROPERTIES = frozenset({dc.PROP_BUNDLE_OBJECT, dc.PROP_CSV_METADATA})
 
 RequestLog = Callable[[str], None]
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 
 class BadRequest(InternalError, ValueError):
@@ -351,6 +361,7 @@ class RequestLogInterceptor(grpc.ServerInterceptor):
 
         if streaming:
 
+            @functools.wraps(behavior)  # keeps experimental_thread_pool (refusals)
             def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
                 call = _LoggedCall(self.log, method, context, streaming=True)
                 with logged(call):
@@ -360,6 +371,7 @@ class RequestLogInterceptor(grpc.ServerInterceptor):
 
             return stream
 
+        @functools.wraps(behavior)
         def unary(request: Any, context: grpc.ServicerContext) -> Any:
             call = _LoggedCall(self.log, method, context, streaming=False)
             with logged(call):
@@ -412,6 +424,96 @@ def _cancel_code(context: grpc.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.CANCELLED
 
 
+# --- admission: calls queue up to grpc_max_rpcs, the ones beyond are refused ---------------
+
+
+class CallPool(futures.ThreadPoolExecutor):
+    """The threads that run calls, counting the calls handed to them and not finished
+    yet (running, or queued for a thread): what admission compares with the limit.
+
+    gRPC hands every admitted call over exactly once, even one cancelled while it waits
+    (its handler then returns at once), so the count cannot leak.
+    """
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers, thread_name_prefix="registry-grpc")
+        self._count_lock = threading.Lock()
+        self._outstanding = 0
+
+    @property
+    def outstanding(self) -> int:
+        return self._outstanding
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> futures.Future[T]:
+        with self._count_lock:
+            self._outstanding += 1
+        try:
+            future = super().submit(fn, *args, **kwargs)
+        except BaseException:
+            self._finished()
+            raise
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future: object = None) -> None:
+        with self._count_lock:
+            self._outstanding -= 1
+
+
+class AdmissionInterceptor(grpc.ServerInterceptor):
+    """Admit a call while fewer than ``limit`` are in progress or queued in ``pool``;
+    refuse it otherwise with RESOURCE_EXHAUSTED and :func:`busy_message`.
+
+    gRPC runs interceptors on its one polling thread, the only one that adds calls to
+    the pool, so no more than ``limit`` are ever admitted. A refusal reads no request
+    and runs on a thread of its own: it is answered at once, not after the queue it was
+    refused from. Refusals are logged as a warning at most every 10 seconds.
+    """
+
+    def __init__(self, pool: CallPool, limit: int) -> None:
+        self.pool = pool
+        self.limit = limit
+        self.refused = 0  # since the last warning
+        self._warned = -math.inf
+        refusals = futures.ThreadPoolExecutor(1, thread_name_prefix="registry-grpc-refuse")
+        refuse = _refusal(busy_message(limit), refusals)
+        # the answer's arity (unary or stream) as the method's, for the request log
+        self._refusals = {
+            False: grpc.stream_unary_rpc_method_handler(refuse),
+            True: grpc.stream_stream_rpc_method_handler(refuse),
+        }
+
+    def intercept_service(self, continuation: Callable[..., Any], details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None or self.pool.outstanding < self.limit:
+            return handler
+        self._count_refusal()
+        return self._refusals[bool(handler.response_streaming)]
+
+    def _count_refusal(self) -> None:
+        self.refused += 1
+        now = time.monotonic()
+        if now - self._warned >= 10:
+            logger.warning(
+                "gRPC: %d call(s) refused (RESOURCE_EXHAUSTED): %d in progress or queued",
+                self.refused,
+                self.limit,
+            )
+            self._warned, self.refused = now, 0
+
+
+def _refusal(message: str, pool: futures.ThreadPoolExecutor) -> Callable[..., NoReturn]:
+    """A handler that answers RESOURCE_EXHAUSTED without reading the request (it takes
+    the request stream, never iterated), run by ``pool``."""
+
+    def refuse(requests: Iterator[Any], context: grpc.ServicerContext) -> NoReturn:
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, message)
+        raise AssertionError("abort returns only by raising")  # pragma: no cover
+
+    refuse.experimental_thread_pool = pool  # type: ignore[attr-defined]  # gRPC's own hook
+    return refuse
+
+
 def create_grpc_server(
     index: CatalogIndex,
     *,
@@ -422,21 +524,27 @@ def create_grpc_server(
     """A not yet started server with api.Registry (answering as the opm ``opm_compat``
     names), health (SERVING) and reflection."""
     limits = limits or ServerLimits()
-    interceptors = [RequestLogInterceptor(log)] if log is not None else []
+    pool = CallPool(limits.grpc_workers)
+    # the request log first: it sees (and logs) the refusals too
+    interceptors: list[grpc.ServerInterceptor] = [] if log is None else [RequestLogInterceptor(log)]
+    interceptors.append(AdmissionInterceptor(pool, limits.grpc_max_rpcs))
     keepalive_ms = int(limits.grpc_keepalive * 1000)
     server = grpc.server(
-        futures.ThreadPoolExecutor(
-            max_workers=limits.grpc_workers, thread_name_prefix="registry-grpc"
-        ),
+        pool,
         interceptors=interceptors,
         options=[
             ("grpc.so_reuseport", 0),  # a second server on the port must fail, not share
             ("grpc.max_receive_message_length", limits.grpc_max_receive_bytes),
             ("grpc.max_concurrent_streams", limits.grpc_max_streams),
+            # a queued call's request is buffered up to GRPC_STREAM_WINDOW until a worker
+            # reads it (BDP probing would grow the window to megabytes a call)
+            ("grpc.http2.bdp_probe", 0),
+            ("grpc.http2.lookahead_bytes", GRPC_STREAM_WINDOW),
             ("grpc.keepalive_time_ms", keepalive_ms),
             ("grpc.keepalive_timeout_ms", min(keepalive_ms, 20_000)),
         ],
-        maximum_concurrent_rpcs=limits.grpc_max_rpcs,
+        # gRPC's own cap, behind admission: it counts the refusals still being answered
+        maximum_concurrent_rpcs=limits.grpc_max_rpcs + GRPC_REFUSAL_BACKLOG,
     )
     pb_grpc.add_RegistryServicer_to_server(RegistryServicer(index, opm_compat), server)
     health_servicer = health.HealthServicer()

@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from olmtool.serve import RunningServer, ServerLimits, start_server
-from olmtool.serve.limits import bounded, echo
+from olmtool.serve.limits import bounded, busy_message, echo
 from olmtool.serve.proto import registry_pb2 as pb
 from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
@@ -112,6 +112,7 @@ def test_calls_over_the_concurrency_limit_are_refused(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as caught:
             stub.GetPackage(pb.GetPackageRequest(name="etcd"), timeout=5)
         assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert caught.value.details() == busy_message(1)
         stream.cancel()
         deadline = time.monotonic() + 5
         while True:  # the slot frees once the server has seen the cancellation
@@ -132,7 +133,9 @@ def test_echo_and_bounded() -> None:
     assert len(cut.encode()) <= 2048 and cut.endswith("... (10,000 bytes)")
 
 
-@pytest.mark.parametrize("field", ["http_workers", "grpc_max_rpcs", "http_header_timeout"])
+@pytest.mark.parametrize(
+    "field", ["http_workers", "grpc_max_rpcs", "grpc_max_streams", "http_header_timeout"]
+)
 def test_limits_must_be_positive(field: str) -> None:
     with pytest.raises(ValueError, match=field):
         ServerLimits(**{field: 0})
