@@ -30,6 +30,7 @@ lazy_package(
             "merge_into_base",
         ),
         "olmtool.bundle.image": ("bundle_image", "directory_image"),
+        "olmtool.bundle.monitoring": ("monitoring_crds",),
         "olmtool.bundle.model": (
             "Bundle",
             "load_bundle",
@@ -82,6 +83,7 @@ __all__ = [
     "looks_like_path",
     "manifest_file_name",
     "merge_into_base",
+    "monitoring_crds",
     "names_registry",
     "open_bundle",
     "origin_of",

@@ -170,6 +170,13 @@ CRDS = {
 }
 
 
+def monitoring_crds() -> list[dict[str, Any]]:
+    """The prometheus-operator's ServiceMonitor and PrometheusRule CRDs, as far as bundles
+    use them: what a local cluster serves so bundles shipping them install, as on
+    OpenShift (which runs the prometheus-operator)."""
+    return [CRDS[kind] for kind in KINDS]
+
+
 @dataclass(frozen=True)
 class MonitoringProblem:
     """One problem of a monitoring object; ``path`` is the field (``spec.groups[0].name``)."""

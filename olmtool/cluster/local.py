@@ -314,10 +314,14 @@ def _api(cluster: Cluster) -> Api:
 
 
 def _apply_olm_crds(cluster: Cluster, say: Progress) -> list[str]:
+    """OLM's API, and the prometheus-operator's ServiceMonitor and PrometheusRule APIs:
+    OLM fails a bundle shipping those kinds where they are not served, and OpenShift
+    serves them (the local cluster runs no prometheus-operator: objects are only kept)."""
+    from olmtool.bundle import monitoring_crds
     from olmtool.olm.crdfiles import olm_crds  # the packaged files; no schemas imported
 
-    say("installing OLM's API (operators.coreos.com CRDs)")
-    return apply_crds(_api(cluster), olm_crds())
+    say("installing OLM's API (operators.coreos.com CRDs) and the monitoring CRDs")
+    return apply_crds(_api(cluster), [*olm_crds(), *monitoring_crds()])
 
 
 def _install_olm_crds(cluster: Cluster, say: Progress, timeout: float) -> None:
@@ -394,7 +398,8 @@ def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
 def _detach(cluster: Cluster, component: str, args: list[str], log_file: Path) -> None:
     """Start ``args`` in a session of its own, logging to ``log_file``, as ``component``.
     ``OLMTOOL_CLUSTERS_DIR`` names this cluster's root, so its registry pulls find the
-    cluster's login (:func:`olmtool.cluster.registryauth.cluster_registry_credentials`)."""
+    running cluster's login (:func:`olmtool.cluster.registryauth.cluster_login`: the
+    registry process ``cluster.json`` records alive, never a stopped cluster's)."""
     env = {**os.environ, "OLMTOOL_CLUSTERS_DIR": str(Path(cluster.state_dir).parent)}
     with log_file.open("ab") as log:
         process = subprocess.Popen(

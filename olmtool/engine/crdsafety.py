@@ -29,18 +29,27 @@ def check_update(kube: Any, existing: JSON, new: JSON) -> None:
     spec = existing.get("spec") or {}
     group, plural = spec.get("group"), (spec.get("names") or {}).get("plural")
     kind = (spec.get("names") or {}).get("kind")
+    # OLM validates existing objects against the new schema of their version, served or
+    # not: a release may stop serving an old version (real OLM v0.18.3 accepts that)
+    schemas = _all_served(new)
     for version in spec.get("versions") or []:
         if not version.get("served") or version.get("name") not in new_versions:
             continue
         listed = kube.get(f"/apis/{group}/{version['name']}/{plural}")
         for item in listed.get("items", []):
-            errors = validate_object(new, item).errors
+            errors = validate_object(schemas, item).errors
             if errors:
                 raise UnsafeCRDUpdate(
                     f"error validating existing CRs against new CRD's schema: {name}: error "
                     f"validating custom resource against new schema for {kind} {_where(item)}: "
                     f"{errors[0]}"
                 )
+
+
+def _all_served(crd: JSON) -> JSON:
+    spec = crd.get("spec") or {}
+    versions = [{**v, "served": True} for v in spec.get("versions") or []]
+    return {**crd, "spec": {**spec, "versions": versions}}
 
 
 def _where(item: JSON) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
 from olmtool.engine.objects import (
     JSON,
     OWNER,
@@ -163,11 +165,11 @@ def api_cluster_roles(group: JSON, csvs: list[JSON]) -> list[JSON]:
     return roles
 
 
-_ENSURED: set[str] = set()  # roles written by this process, as (name, labels) keys
+_ENSURED: set[str] = set()  # roles written by this process, as hashes of the whole role
 
 
 def _ensure_cluster_role(kube: Any, role: JSON) -> None:
-    key = f"{name_of(role)} {sorted(labels_of(role).items())}"
+    key = short_hash(role, 32)
     if key in _ENSURED:
         return
     where = path(RBAC, "clusterroles", name=name_of(role))
@@ -204,3 +206,22 @@ def sync_group(kube: Any, group: JSON, namespaces: list[JSON], csvs: list[JSON])
         patch = {"metadata": {"annotations": {PROVIDED_APIS: provided or None}}}
         kube.patch(path(V1, "operatorgroups", namespace, name_of(group)), patch)
     return targets
+
+
+def delete_orphaned_group_roles(kube: Any, groups: list[JSON]) -> list[str]:
+    """Delete the ``<group>-admin|edit|view`` ClusterRoles of OperatorGroups that no longer
+    exist (OLM garbage-collects them with their group); the names deleted."""
+    alive = {(namespace_of(g), name_of(g)) for g in groups}
+    selector = f"{OWNER_KIND}=OperatorGroup"
+    deleted = []
+    for role in kube.get(path(RBAC, "clusterroles"), labelSelector=selector).get("items", []):
+        labels = labels_of(role)
+        if (labels.get(OWNER_NAMESPACE), labels.get(OWNER)) in alive:
+            continue
+        try:
+            kube.delete(path(RBAC, "clusterroles", name=name_of(role)))
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        deleted.append(name_of(role))
+    return deleted

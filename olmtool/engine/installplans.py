@@ -3,14 +3,19 @@
 RequiresApproval waits for ``spec.approved``; Installing applies the steps: the CSV is
 created once (never updated), CRDs are created, or updated after :mod:`crdsafety`'s checks,
 and waited for until Established; RBAC and the bundle's other objects are applied, the
-namespaced ones owned by the CSV. A step that fails is retried for ``RETRY_SECONDS``, then
-the plan is Failed (Installed=False, InstallComponentFailed, the error as message).
+namespaced ones owned by the CSV, the cluster-scoped ones carrying its owner labels. A
+step of a kind OLM v0.18.3 does not apply (:data:`~olmtool.engine.steps.SUPPORTED_KINDS`)
+is marked UnsupportedResource and fails the plan as invalid; nothing of it is created.
+
+A failing plan is retried for ``RETRY_SECONDS`` from ``status.startTime`` (written when
+execution starts, so the window survives an engine restart, as OLM keeps it), with
+``status.message`` "retrying execution due to error: ..."; then it is Failed
+(Installed=False, InstallComponentFailed, the error as message).
 """
 
 from __future__ import annotations
 
 import copy
-import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -22,30 +27,39 @@ from olmtool.engine.objects import (
     CSV_API_VERSION,
     JSON,
     V1ALPHA1,
+    age,
     api_message,
     log,
     name_of,
     namespace_of,
+    now,
     owner_labels,
     owner_reference,
     path,
     set_condition,
 )
-from olmtool.engine.steps import step_object
+from olmtool.engine.steps import (
+    INVALID_PLAN,
+    SUPPORTED_KINDS,
+    UNSUPPORTED_RESOURCE,
+    step_object,
+)
 
 RETRY_SECONDS = 60.0
-CLUSTER_RBAC = ("ClusterRole", "ClusterRoleBinding")
 
 
 class StepWaiting(Exception):
     """The step cannot finish yet (a CRD not yet Established): try again, no failure."""
 
 
+class UnsupportedResource(Exception):
+    """The step's kind is not one OLM applies: the plan is invalid."""
+
+
 class InstallPlans:
     def __init__(self, kube: Any, discovery: Discovery) -> None:
         self.kube = kube
         self.discovery = discovery
-        self.first_error: dict[str, float] = {}
 
     def sync(self, plan: JSON) -> None:
         status = plan.get("status") or {}
@@ -58,8 +72,8 @@ class InstallPlans:
 
     def _execute(self, plan: JSON) -> None:
         status = copy.deepcopy(plan.get("status") or {})
+        status.setdefault("startTime", now())
         namespace = namespace_of(plan)
-        uid = plan["metadata"]["uid"]
         csvs: dict[str, JSON] = {}
         for step in status.get("plan") or []:
             try:
@@ -67,25 +81,27 @@ class InstallPlans:
             except StepWaiting:
                 self._write(plan, status)
                 return
+            except UnsupportedResource:
+                step["status"] = UNSUPPORTED_RESOURCE
+                self._failed_step(plan, status, INVALID_PLAN)
+                return
             except (ApiException, NotServed, UnsafeCRDUpdate) as exc:
                 message = api_message(exc) if isinstance(exc, ApiException) else str(exc)
-                self._failed_step(plan, status, uid, message)
+                self._failed_step(plan, status, message)
                 return
-        self.first_error.pop(uid, None)
         status["phase"] = "Complete"
+        status.pop("message", None)
         status["conditions"] = set_condition(
             status.get("conditions") or [], {"type": "Installed", "status": "True"}
         )
         log.info("InstallPlan %s/%s complete", namespace, name_of(plan))
         self._write(plan, status)
 
-    def _failed_step(self, plan: JSON, status: JSON, uid: str, message: str) -> None:
-        first = self.first_error.setdefault(uid, time.monotonic())
-        if time.monotonic() - first < RETRY_SECONDS:
-            status["message"] = message
+    def _failed_step(self, plan: JSON, status: JSON, message: str) -> None:
+        if age(status.get("startTime")) < RETRY_SECONDS:
+            status["message"] = f"retrying execution due to error: {message}"
             self._write(plan, status)
             return
-        self.first_error.pop(uid, None)
         status["phase"] = "Failed"
         status["message"] = message
         status["conditions"] = set_condition(
@@ -104,17 +120,19 @@ class InstallPlans:
         obj = step_object(step)
         kind = obj.get("kind")
         resolving = step["resolving"]
+        if kind not in SUPPORTED_KINDS:
+            raise UnsupportedResource(kind)
         if kind == "ClusterServiceVersion":
             csvs[resolving] = self._ensure_csv(obj, namespace)
             return step["status"] if step["status"] == "Present" else "Created"
         if kind == "CustomResourceDefinition":
             return self._apply_crd(obj)
         csv = csvs.get(resolving) or self._csv(namespace, resolving)
-        if kind in CLUSTER_RBAC:
+        namespaced = self.discovery.resource(obj["apiVersion"], kind).namespaced
+        if not namespaced:
+            # OLM labels what a CSV owns across namespaces; the finalizer deletes it
             obj.setdefault("metadata", {}).setdefault("labels", {}).update(owner_labels(csv))
-        elif (kind == "ServiceAccount" and csv is not None) or (
-            csv is not None and self.discovery.resource(obj["apiVersion"], kind).namespaced
-        ):
+        elif csv is not None:
             obj["metadata"]["ownerReferences"] = [owner_reference(csv)]
         if kind in ("RoleBinding", "ClusterRoleBinding"):
             for subject in obj.get("subjects") or []:

@@ -25,7 +25,7 @@ from olmtool.catalog.model import GVK
 from olmtool.engine.apply import Discovery
 from olmtool.engine.catalogs import Catalogs
 from olmtool.engine.csvs import ClusterServiceVersions, World
-from olmtool.engine.groups import sync_group
+from olmtool.engine.groups import delete_orphaned_group_roles, sync_group
 from olmtool.engine.installplans import InstallPlans
 from olmtool.engine.objects import (
     CRDS,
@@ -159,6 +159,12 @@ class Engine:
             )
             if found is not None:
                 targets[(namespace_of(group), name_of(group))] = found
+        self._guard(
+            "OperatorGroup roles",
+            delete_orphaned_group_roles,
+            self.kube,
+            snapshot["operatorgroups"],
+        )
         self._guard("resolution", self._resolve, snapshot)
         for plan in snapshot["installplans"]:
             self._guard(f"InstallPlan {namespace_of(plan)}/{name_of(plan)}", self.plans.sync, plan)

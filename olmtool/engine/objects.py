@@ -86,6 +86,15 @@ def owner_reference(owner: JSON, *, controller: bool = False) -> JSON:
     return reference
 
 
+def component_label(package: str, namespace: str) -> str:
+    """``operators.coreos.com/<package>.<namespace>``, the label OLM's Operator API puts on
+    an operator's objects; its name part cut to the 63 characters a label name allows, as
+    OLM v0.18.3 does (decorators.Operator.ComponentLabelKey). olmtool also drops trailing
+    ``-._`` a cut may leave, which OLM's key would keep and the apiserver refuse."""
+    name = f"{package}.{namespace}" if namespace else package
+    return "operators.coreos.com/" + name[:63].rstrip("-._")
+
+
 def owner_labels(csv: JSON) -> dict[str, str]:
     """The labels OLM puts on what a CSV owns across namespaces (cluster RBAC, ...)."""
     return {OWNER: name_of(csv), OWNER_NAMESPACE: namespace_of(csv), OWNER_KIND: CSV_KIND}

@@ -1,9 +1,13 @@
-"""An InstallPlan's steps from a resolved bundle's manifests, in OLM v0's order.
+"""An InstallPlan's steps from a resolved bundle's manifests, in OLM v0.18.3's order.
 
-The CSV first (its ``spec.replaces`` set by the resolver), then the CRDs, then per service
-account of ``permissions`` / ``clusterPermissions`` the ServiceAccount (not ``default``),
-Role + RoleBinding and ClusterRole + ClusterRoleBinding, then the bundle's other objects
-in bundle order. Each step records its manifest as JSON, as OLM does.
+The CSV first (its ``spec.replaces`` set by the resolver), then the CRDs, then the bundle's
+other objects in bundle order, then per service account of ``permissions`` /
+``clusterPermissions`` the ServiceAccount (not ``default``), Role + RoleBinding and
+ClusterRole + ClusterRoleBinding (the order real OLM v0.18.3 was seen to write them: a
+bundle object that fails leaves the operator without its RBAC, so its CSV stays Pending).
+Each step records its manifest as JSON, as OLM does.
+
+Which kinds a plan may create is :data:`SUPPORTED_KINDS`, OLM v0.18.3's own list.
 """
 
 from __future__ import annotations
@@ -16,6 +20,26 @@ from olmtool.engine.objects import JSON, name_of, short_hash, split_api_version
 from olmtool.olm.resolver import ResolvedBundle
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
+
+# The kinds OLM v0.18.3's catalog operator applies from an InstallPlan
+# (pkg/controller/operators/catalog at tag v0.18.3: the kinds ExecutePlan handles itself,
+# then supportedresources.go's isSupported). Any other kind marks its step
+# UnsupportedResource and the plan invalid: nothing of it is created.
+OLM_VERSION = "v0.18.3"
+SUPPORTED_KINDS = frozenset(
+    {
+        # ExecutePlan's own cases
+        "ClusterServiceVersion", "CustomResourceDefinition", "Subscription", "Secret",
+        "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount",
+        "Service", "ConfigMap",
+        # supportedresources.go
+        "PrometheusRule", "ServiceMonitor", "PodDisruptionBudget", "PriorityClass",
+        "VerticalPodAutoscaler", "ConsoleYAMLSample", "ConsoleQuickStart",
+        "ConsoleCLIDownload", "ConsoleLink",
+    }
+)  # fmt: skip
+UNSUPPORTED_RESOURCE = "UnsupportedResource"
+INVALID_PLAN = "the InstallPlan contains invalid data"  # v1alpha1.ErrInvalidInstallPlan
 PROPERTIES = "operatorframework.io/properties"
 UNKNOWN = "Unknown"
 
@@ -133,6 +157,11 @@ def build_steps(
     csv = next(m for m in manifests if m.get("kind") == "ClusterServiceVersion")
     objects: list[JSON] = [csv_for_install(csv, bundle, properties)]
     objects += [m for m in manifests if m.get("kind") == "CustomResourceDefinition"]
+    objects += [
+        m
+        for m in manifests
+        if m.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")
+    ]
     accounts_done: set[str] = set()
     for namespaced in (True, False):
         for account, role, binding in _account_steps(csv, namespaced):
@@ -142,11 +171,6 @@ def build_steps(
                     {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account}}
                 )
             objects += [role, binding]
-    objects += [
-        m
-        for m in manifests
-        if m.get("kind") not in ("ClusterServiceVersion", "CustomResourceDefinition")
-    ]
     if subscription is not None:
         objects.append(subscription)
     return [_step(bundle.name, obj, source, source_namespace) for obj in objects]

@@ -12,8 +12,10 @@ a Warning event. Subscription status follows OLM: ``currentCSV`` / ``installedCS
 from __future__ import annotations
 
 import copy
+import re
 import secrets
 import string
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,7 @@ from olmtool.engine.objects import (
     JSON,
     V1ALPHA1,
     api_message,
+    component_label,
     drop_condition,
     emit_event,
     labels_of,
@@ -44,6 +47,9 @@ from olmtool.olm import resolver
 from olmtool.olm.source import CatalogSourceUnavailable
 
 _ALPHABET = string.ascii_lowercase + string.digits
+# after a refused InstallPlan a namespace waits 1 s, 2 s, ... up to this before the next try
+MAX_BACKOFF = 60.0
+_PLAN_NAME = re.compile(r"\binstall-[a-z0-9]{5}\b")
 
 
 @dataclass
@@ -84,8 +90,13 @@ class Subscriptions:
         self.catalogs = catalogs
         self.global_namespace = global_namespace
         self._warned: dict[str, str] = {}
+        # namespace -> (monotonic time of the next try, current delay)
+        self._backoff: dict[str, tuple[float, float]] = {}
 
     def sync(self, namespace: Namespace, existing_apis: set[GVK]) -> None:
+        retry_at, _ = self._backoff.get(namespace.name, (0.0, 0.0))
+        if time.monotonic() < retry_at:
+            return  # the last InstallPlan was refused: no hot loop on a lasting refusal
         subs = sorted(namespace.subscriptions, key=name_of)
         csv_names = {name_of(c) for c in namespace.csvs if COPIED_FROM not in labels_of(c)}
         health = self._catalog_health(namespace.name)
@@ -119,16 +130,23 @@ class Subscriptions:
                 plan = self._plan_for(namespace, subs, resolution.bundles)
             except (CatalogSourceUnavailable, OlmtoolError, ApiException, StopIteration) as exc:
                 message = api_message(exc) if isinstance(exc, ApiException) else str(exc)
+                self._back_off(namespace.name)
                 self._resolution_failed(
                     namespace, subs, health, "ErrorPreventedResolution", message
                 )
                 return
+        self._backoff.pop(namespace.name, None)
         self._warned.pop(namespace.name, None)
         for sub, wanted in zip(subs, inputs, strict=True):
             bundle = resolution.next_for(name_of(sub))
             status = self._status(sub, health, namespace.plans, plan if bundle else None)
             status = self._with_csvs(status, wanted, bundle, csv_names)
             self._write(sub, status)
+
+    def _back_off(self, namespace: str) -> None:
+        _, delay = self._backoff.get(namespace, (0.0, 0.0))
+        delay = min(MAX_BACKOFF, max(1.0, delay * 2))
+        self._backoff[namespace] = (time.monotonic() + delay, delay)
 
     def _installing(self, inputs: list[resolver.Subscription], namespace: Namespace) -> bool:
         """Whether a Subscription's installed CSV is still on its way to Succeeded."""
@@ -239,9 +257,7 @@ class Subscriptions:
                 "name": "install-" + "".join(secrets.choice(_ALPHABET) for _ in range(5)),
                 "namespace": namespace.name,
                 "ownerReferences": [owner_reference(s) for s in subs],
-                "labels": {
-                    f"operators.coreos.com/{b.package}.{namespace.name}": "" for b in bundles
-                },
+                "labels": {component_label(b.package, namespace.name): "" for b in bundles},
             },
             "spec": {
                 "approval": "Manual" if manual else "Automatic",
@@ -349,8 +365,10 @@ class Subscriptions:
                 },
             )
             self._write(sub, status)
-        if self._warned.get(namespace.name) != message:
-            self._warned[namespace.name] = message
+        # one event per distinct failure: a refused plan's message names its random name
+        seen = _PLAN_NAME.sub("install-*", message)
+        if self._warned.get(namespace.name) != seen:
+            self._warned[namespace.name] = seen
             log.warning("resolution failed in %s: %s", namespace.name, message)
             found = self.kube.get_or_none(f"/api/v1/namespaces/{namespace.name}")
             if found is not None:  # OLM v0.18 reports it on the Namespace

@@ -190,6 +190,7 @@ class Bundle:
     annotations: dict[str, str] = field(default_factory=dict)
     min_kube_version: str = ""
     channels: tuple[str, ...] = ("stable",)
+    objects: list[JSON] = field(default_factory=list)  # other manifests, in bundle order
 
     @property
     def name(self) -> str:
@@ -248,6 +249,9 @@ class Bundle:
         for manifest in self.owned:
             name = manifest["metadata"]["name"]
             (target / "manifests" / f"{name}.crd.yaml").write_text(yamlio.dump(manifest))
+        for number, manifest in enumerate(self.objects):
+            kind = manifest["kind"].lower()
+            (target / "manifests" / f"z{number:02d}-{kind}.yaml").write_text(yamlio.dump(manifest))
         prefix = "operators.operatorframework.io.bundle"
         annotations = {
             f"{prefix}.channel.default.v1": self.channels[0],
@@ -274,6 +278,7 @@ def _descriptions(crds: list[JSON]) -> list[JSON]:
         }
         for manifest in crds
         for version in manifest["spec"]["versions"]
+        if version.get("served", True)
     ]
 
 

@@ -173,6 +173,48 @@ def test_19_crd_upgrade_allowed_then_blocked_by_stored_version_loss(world: World
     assert status(w.kube.get(f"{CRDS}/widgets.{group}"))["storedVersions"] == ["v1", "v2"]
 
 
+def test_19_a_release_stops_serving_an_old_crd_version_with_objects_in_it(
+    world: World,
+) -> None:
+    """Real OLM v0.18.3: 0.2.0 keeps v1alpha1 (still a stored version) but stops serving
+    it, with a Gadget stored in it: the upgrade succeeds (existing objects are checked
+    against their version's new schema, served or not)."""
+    w = world
+    group = w.group("unserve")
+    old_crd = crd(group, "Gadget", ["v1alpha1"])
+    new_crd = crd(group, "Gadget", ["v1alpha1", "v1"], storage="v1")
+    new_crd["spec"]["versions"][0]["served"] = False
+    bundles = [
+        Bundle("unserve", "0.1.0", owned=[old_crd]),
+        Bundle("unserve", "0.2.0", replaces="unserve.v0.1.0", owned=[new_crd]),
+    ]
+    ns = w.install(bundles, starting_csv=bundles[0].name, approval="Manual")
+    first = w.wait_plan(ns, bundles[0].name, ("RequiresApproval",))
+    w.kube.patch(
+        f"{V1ALPHA1}/namespaces/{ns}/installplans/{first['metadata']['name']}",
+        {"spec": {"approved": True}},
+    )
+    w.wait_phase(ns, bundles[0].name, "Succeeded")
+    gadget = {
+        "apiVersion": f"{group}/v1alpha1",
+        "kind": "Gadget",
+        "metadata": {"name": "stored-in-v1alpha1"},
+        "spec": {"size": 1},
+    }
+    w.kube.create(f"/apis/{group}/v1alpha1/namespaces/{ns}/gadgets", gadget)
+    plan = w.wait_plan(ns, bundles[1].name, ("RequiresApproval",), LONG)
+    w.kube.patch(
+        f"{V1ALPHA1}/namespaces/{ns}/installplans/{plan['metadata']['name']}",
+        {"spec": {"approved": True}},
+    )
+    w.wait_installed(ns, "unserve", bundles[1].name, LONG)
+    served = {
+        v["name"]: v["served"] for v in w.kube.get(f"{CRDS}/gadgets.{group}")["spec"]["versions"]
+    }
+    assert served == {"v1alpha1": False, "v1": True}
+    assert w.kube.get(f"/apis/{group}/v1/namespaces/{ns}/gadgets/stored-in-v1alpha1")
+
+
 def _assert_failed_upgrade(
     w: World, ns: str, package: str, plan: dict, message: str, old: Bundle, new: Bundle
 ) -> None:

@@ -180,7 +180,7 @@ def crd() -> JSON:
     }
 
 
-def test_steps_follow_olms_order_with_rbac_per_service_account() -> None:
+def test_steps_follow_olm_v0_18_3s_order_bundle_objects_before_rbac() -> None:
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"}}
     built = steps.build_steps(
         bundle(),
@@ -191,12 +191,12 @@ def test_steps_follow_olms_order_with_rbac_per_service_account() -> None:
     assert kinds == [
         "ClusterServiceVersion",
         "CustomResourceDefinition",
+        "Service",
         "ServiceAccount",
         "Role",
         "RoleBinding",
         "ClusterRole",
         "ClusterRoleBinding",
-        "Service",
     ]
     assert {s["status"] for s in built} == {"Unknown"}
     assert {(s["resource"]["sourceName"], s["resource"]["sourceNamespace"]) for s in built} == {
@@ -210,7 +210,7 @@ def test_steps_follow_olms_order_with_rbac_per_service_account() -> None:
         in created["metadata"]["annotations"]["operatorframework.io/properties"]
     )
     assert "provided" in created["metadata"]["labels"].values()
-    role = json.loads(built[3]["resource"]["manifest"])
+    role = json.loads(built[4]["resource"]["manifest"])
     assert role["metadata"]["name"].startswith("op.v0.2.0-op-")
 
 
@@ -224,6 +224,20 @@ def test_a_fresh_install_has_no_replaces_and_a_dependency_gets_its_subscription(
         "op-stable-cat-ns",
     )
     assert generated["spec"]["startingCSV"] == "op.v0.2.0"
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["Pod", "Namespace", "ValidatingWebhookConfiguration", "DaemonSet", "Deployment", "Job"],
+)
+def test_kinds_olm_v0_18_3_does_not_apply_are_unsupported(kind: str) -> None:
+    assert kind not in steps.SUPPORTED_KINDS
+
+
+def test_the_bundle_kinds_olm_applies_are_supported() -> None:
+    for kind in ("Secret", "ConfigMap", "Service", "ClusterRoleBinding", "PriorityClass"):
+        assert kind in steps.SUPPORTED_KINDS
+    assert {"ServiceMonitor", "PrometheusRule", "PodDisruptionBudget"} <= steps.SUPPORTED_KINDS
 
 
 def test_rbac_names_fit_in_63_characters() -> None:
@@ -372,6 +386,15 @@ def test_existing_objects_must_validate_against_the_new_schema() -> None:
     ):
         check_update(FakeKube(existing), widget_crd(["v1"]), widget_crd(["v1", "v2"], strict))
     check_update(FakeKube([]), widget_crd(["v1"]), widget_crd(["v1", "v2"], strict))
+
+
+def test_a_release_may_stop_serving_an_old_version_with_objects_in_it() -> None:
+    """Real OLM v0.18.3 accepts it: existing objects are checked against their version's
+    new schema, served or not."""
+    new = widget_crd(["v1", "v2"])
+    new["spec"]["versions"][0]["served"] = False
+    existing = [{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}]
+    check_update(FakeKube(existing), widget_crd(["v1"]), new)
 
 
 # --- requirements, catalogs -----------------------------------------------------------------
