@@ -9,8 +9,11 @@
     |   +-- InputErrors          several problems of one file, a line each
     |   +-- ArgumentError        one argument of a call (the CLI names its flag)
     |   +-- SchemaError          a Python schema has no structural Kubernetes form
+    |   +-- KubeconfigError      a kubeconfig missing, not YAML, without a context
     +-- (service errors)         a system olmtool drives failed: an OCI registry, the
     |                            control plane, the asset build, a local cluster
+    +-- ClusterClientError       a cluster used as a client: ClusterUnreachable,
+    |                            ClusterAuthError (401/403), ClusterRequestError
     +-- InternalError            a state of a long-running component (a pod that cannot
                                  start, a request a server refuses), reported where it
                                  belongs (pod status, gRPC status), not a user mistake
@@ -102,6 +105,37 @@ class ArgumentError(InputError):
 class InternalError(OlmtoolError):
     """Not the user's input: a runtime state of a component (node agent, catalog server)
     that is reported to its client (pod status, gRPC status) rather than to a terminal."""
+
+
+class KubeconfigError(InputError):
+    """A kubeconfig is missing, unreadable, not YAML, or names no current context, cluster
+    or server; the message names the file and the problem."""
+
+
+class ClusterClientError(OlmtoolError):
+    """A cluster olmtool uses as a client (``install``, ``uninstall``, ``test upgrade``)
+    could not be used; ``server`` is its apiserver's URL."""
+
+    def __init__(self, message: str, *, server: str = ""):
+        super().__init__(message)
+        self.server = server
+
+
+class ClusterUnreachable(ClusterClientError):
+    """The apiserver did not answer: connection refused or timed out, TLS failed, or an
+    outage outlasted the retries."""
+
+
+class ClusterAuthError(ClusterClientError):
+    """The apiserver refused the kubeconfig's credentials (401) or the request (403)."""
+
+
+class ClusterRequestError(ClusterClientError):
+    """The apiserver refused a request for another reason; ``status`` is its HTTP code."""
+
+    def __init__(self, message: str, *, server: str = "", status: int = 0):
+        super().__init__(message, server=server)
+        self.status = status
 
 
 class SchemaError(InputError):

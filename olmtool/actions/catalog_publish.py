@@ -55,13 +55,16 @@ def catalog_publish(
     check: bool = False,
     image: ImageTarget | None = None,
     allow_empty_image: bool = False,
+    output_dir: Path | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CatalogPublishResult:
     """Render, validate and write every package of the project's ``catalog:`` section
     (or, with ``check``, only compare); with ``image``, also save the catalog image.
     Validation findings ``validate.ignore`` waives do not stop publishing; bundles
     without image (directories of a package without ``image:``) only with
-    ``allow_empty_image``."""
+    ``allow_empty_image``. ``output_dir`` (relative to the working directory) replaces
+    the configured catalog root, for writing, ``check`` and the image; its Dockerfile
+    is ``<output_dir>.Dockerfile`` beside it."""
     project, settings = project_section(config, "catalog")
     if progress:
         progress("rendering bundles")
@@ -71,6 +74,7 @@ def catalog_publish(
         check=check,
         waivers=project.waivers,
         allow_empty_image=allow_empty_image,
+        output=output_dir,
     )
     result = CatalogPublishResult(published, check)
     if image:

@@ -4,12 +4,20 @@
 >>> result.csv
 'etcd-operator.v0.2.0'
 
-Works against any cluster with OLM (``kubeconfig``, else ``$KUBECONFIG``, else the local
-cluster ``olmtool``). ``catalog`` is a registry address (``host:port``), a catalog
-image, or a catalog directory: on the local cluster a directory is pushed to the cluster's
+Works against any cluster with OLM: ``kubeconfig``, else the local cluster ``name``, else
+``$KUBECONFIG``, else the local cluster ``olmtool`` (:mod:`olmtool.cluster.clients`, which
+also makes every failure to reach or use the cluster one line). ``catalog`` is a registry
+address (``host:port``), a catalog image, or a catalog directory: on a local cluster (the
+one the kubeconfig, however chosen, belongs to) a directory is pushed to the cluster's
 registry as a catalog image (``localhost:5000/olmtool/catalogs/<package>:<digest>``), which
 the engine serves with ``olmtool catalog serve`` in a pod, as OLM runs a catalog image; the
 CatalogSource is ``<package>-catalog`` in the install namespace.
+
+``timeout`` bounds the whole install. It fails early where OLM's state cannot clear by
+itself (see :func:`olmtool.olm.follow`), and rides out an apiserver outage of up to
+:data:`~olmtool.cluster.clients.OUTAGE_GRACE` seconds. A failed or interrupted install
+removes what it created (Subscription, the CSV it brought, OperatorGroup, CatalogSource,
+the namespace), never what was there before, unless ``keep``; the error says which.
 
 The Subscription names its channel: without ``channel``, the package's default channel
 read from the registry (for an image catalog, only when given). OLM v0 offers upgrades
@@ -18,30 +26,53 @@ only to a Subscription with a channel (see :mod:`olmtool.olm.upgrade_run`).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from kubernetes.client.exceptions import ApiException
+from typing import Any
 
 from olmtool.cluster import local
-from olmtool.cluster.node import Kube  # the JSON API client the node agent uses
-from olmtool.errors import ArgumentError, OlmtoolError
+from olmtool.cluster.clients import (
+    OUTAGE_GRACE,
+    Target,
+    cluster_errors,
+    connect,
+    describe,
+    local_cluster_of,
+    resolve_target,
+)
+from olmtool.errors import ArgumentError, ClusterUnreachable, OlmtoolError
 from olmtool.images import parse_reference
 from olmtool.olm import (
     CatalogSourceUnavailable,
     InstallMode,
+    Made,
     SubscriptionSpec,
+    csv_names,
     default_channel,
     fetch_config,
     follow,
     is_registry_address,
+    remove_made,
     subscribe,
 )
 from olmtool.olm import uninstall as remove_operator
 from olmtool.serve import start_server
+
+# the registry look-ups before subscribing take at most this share of the timeout
+PROBE_SHARE = 1 / 6
+
+
+class InstallInterrupted(KeyboardInterrupt):
+    """The install was interrupted (SIGINT); the message says what was removed or kept."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass
@@ -70,12 +101,9 @@ class InstallResult:
         }
 
 
-def resolve_kubeconfig(kubeconfig: Path | None) -> Path:
-    if kubeconfig is not None:
-        return kubeconfig
-    if os.environ.get("KUBECONFIG"):
-        return Path(os.environ["KUBECONFIG"].split(os.pathsep)[0])
-    return Path(local.require_cluster(local.DEFAULT_NAME).kubeconfig)
+def resolve_kubeconfig(kubeconfig: Path | None, name: str | None = None) -> Path:
+    """The kubeconfig a verb uses (see :func:`olmtool.cluster.clients.resolve_target`)."""
+    return resolve_target(kubeconfig, name).kubeconfig
 
 
 def _catalog_kind(catalog: str) -> tuple[str, str]:
@@ -92,33 +120,30 @@ def _catalog_kind(catalog: str) -> tuple[str, str]:
     return "image", catalog
 
 
-def _local_cluster(kubeconfig: Path | None) -> local.Cluster | None:
-    """The local cluster ``kubeconfig`` belongs to (None: the default one), if any."""
-    if kubeconfig is None:
-        return local.read_cluster(local.DEFAULT_NAME)
-    wanted = Path(kubeconfig).resolve()
-    root = local.clusters_root()
-    for name in sorted(p.name for p in root.iterdir()) if root.is_dir() else []:
-        cluster = local.read_cluster(name)
-        if cluster is not None and Path(cluster.kubeconfig).resolve() == wanted:
-            return cluster
-    return None
+def _registry_cluster(root: Path, target: Target) -> local.Cluster:
+    """The local cluster of ``target`` (with a registry) a catalog directory goes to."""
+    cluster = local_cluster_of(target)
+    if cluster is None or not cluster.registry:
+        which = (
+            f"local cluster {cluster.name} has no registry"
+            if cluster is not None
+            else f"kubeconfig {target.shown} is not a local cluster's"
+        )
+        raise ArgumentError(
+            f"a catalog directory ({root}) installs only on a local cluster with its "
+            f"registry ({which}); for another cluster publish it as an image "
+            "(olmtool catalog publish --image REF --push) and pass that image",
+            argument="catalog",
+        )
+    return cluster
 
 
-def _push_catalog_dir(root: Path, package: str, kubeconfig: Path | None) -> str:
+def _push_catalog_dir(root: Path, package: str, cluster: local.Cluster) -> str:
     """The directory as a catalog image in the local cluster's registry; its reference
     under the registry's ``localhost:5000`` alias (what the node agent pulls)."""
     from olmtool.catalog.publish import catalog_image
     from olmtool.images import push
 
-    cluster = _local_cluster(kubeconfig)
-    if cluster is None or not cluster.registry:
-        raise ArgumentError(
-            f"a catalog directory ({root}) installs only on the local cluster with its "
-            "registry; for another cluster publish it as an image "
-            "(olmtool catalog publish --image REF --push) and pass that image",
-            argument="catalog",
-        )
     image = catalog_image(root)
     tag = image.digest.removeprefix("sha256:")[:12]
     repository = f"olmtool/catalogs/{package}:{tag}"
@@ -126,17 +151,19 @@ def _push_catalog_dir(root: Path, package: str, kubeconfig: Path | None) -> str:
     return f"localhost:5000/{repository}"
 
 
-def _channel(address: str | None, package: str, channel: str) -> str:
+def _channel(address: str | None, package: str, channel: str, timeout: float = 10.0) -> str:
     """``channel``, else the package's default channel when the registry answers."""
     if channel or address is None:
         return channel
     try:
-        return default_channel(address, package, timeout=10)
+        return default_channel(address, package, timeout=timeout)
     except CatalogSourceUnavailable:
         return ""
 
 
-def _starting_csv(address: str | None, package: str, channel: str, version: str) -> str:
+def _starting_csv(
+    address: str | None, package: str, channel: str, version: str, timeout: float = 10.0
+) -> str:
     """The CSV name of ``version`` in the channel, read from the registry when reachable;
     otherwise OLM's naming convention ``<package>.v<version>``."""
     if not version:
@@ -144,7 +171,7 @@ def _starting_csv(address: str | None, package: str, channel: str, version: str)
     if address is None:
         return f"{package}.v{version}"
     try:
-        config = fetch_config(address, timeout=10)
+        config = fetch_config(address, timeout=timeout)
     except CatalogSourceUnavailable:
         return f"{package}.v{version}"
     default = next((p.default_channel for p in config.packages if p.name == package), "")
@@ -173,43 +200,77 @@ def install(
     install_mode: str = "OwnNamespace",
     approval: str = "Automatic",
     kubeconfig: Path | None = None,
+    name: str | None = None,
     timeout: float = 300.0,
+    keep: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> InstallResult:
     """Subscribe to ``package`` and wait until its CSV is Succeeded (InstallFailed
     with OLM's reason otherwise). With Manual approval only the InstallPlan that installs
-    the requested version is approved, so no further upgrade happens by itself."""
+    the requested version is approved, so no further upgrade happens by itself.
+
+    ``name`` is the local cluster to install on (not with ``kubeconfig``). A failure
+    after the first object was created removes what this install created unless
+    ``keep`` (the error says what went or stayed); an interrupt does the same and raises
+    :class:`InstallInterrupted`."""
     if approval not in ("Automatic", "Manual"):
         raise ArgumentError(f'"{approval}" is not Automatic or Manual', argument="approval")
     namespace = namespace or package
     mode = InstallMode.parse(install_mode, namespace)
-    if Path(catalog).is_dir():
-        kind, source = "image", _push_catalog_dir(Path(catalog), package, kubeconfig)
-        with start_server(catalog, grpc_port=0, http_port=None, host="127.0.0.1") as server:
-            channel = _channel(server.grpc_address, package, channel)
-            starting = _starting_csv(server.grpc_address, package, channel, version)
+    started = time.monotonic()
+    deadline = started + timeout
+    probe_timeout = max(1.0, min(10.0, timeout * PROBE_SHARE))
+    target = resolve_target(kubeconfig, name)
+    directory = Path(catalog) if Path(catalog).is_dir() else None
+    if directory is not None:
+        cluster = _registry_cluster(directory, target)
     else:
         kind, source = _catalog_kind(catalog)
-        channel = _channel(source if kind == "address" else None, package, channel)
-        starting = _starting_csv(source if kind == "address" else None, package, channel, version)
-    started = time.monotonic()
-    kube = Kube(resolve_kubeconfig(kubeconfig))
-    name = f"{package}-catalog"
+    kube = connect(target, outage_grace=OUTAGE_GRACE, progress=progress)
     try:
-        spec = SubscriptionSpec(package, name, namespace, channel, starting, approval)
-        group = subscribe(kube, namespace, spec, mode, **{kind: source})
-        followed = follow(
-            kube, namespace, package, target_csv=starting, timeout=timeout, on_change=progress
-        )
-    except ApiException as exc:
-        raise OlmtoolError(f"the cluster refused a request: {exc.status} {exc.reason}") from None
+        if directory is not None:
+            kind, source = "image", _push_catalog_dir(directory, package, cluster)
+            with start_server(catalog, grpc_port=0, http_port=None, host="127.0.0.1") as server:
+                address = server.grpc_address
+                channel = _channel(address, package, channel, probe_timeout)
+                starting = _starting_csv(address, package, channel, version, probe_timeout)
+        else:
+            address = source if kind == "address" else None
+            channel = _channel(address, package, channel, probe_timeout)
+            starting = _starting_csv(address, package, channel, version, probe_timeout)
+        made: list[Made] = []
+        before: set[str] | None = None
+        catalog_source = f"{package}-catalog"
+        spec = SubscriptionSpec(package, catalog_source, namespace, channel, starting, approval)
+        try:
+            with cluster_errors(kube, target):
+                before = csv_names(kube, namespace)
+                group = subscribe(kube, namespace, spec, mode, made=made, **{kind: source})
+                followed = follow(
+                    kube,
+                    namespace,
+                    package,
+                    target_csv=starting,
+                    timeout=timeout,
+                    deadline=deadline,
+                    on_change=progress,
+                )
+        except KeyboardInterrupt:
+            note = _undo(kube, target, namespace, package, made, before, keep, None)
+            raise InstallInterrupted("interrupted" + (f"; {note}" if note else "")) from None
+        except OlmtoolError as exc:
+            note = _undo(kube, target, namespace, package, made, before, keep, exc)
+            if note:
+                exc.message = f"{exc.message}; {note}"
+                exc.args = (exc.message,)
+            raise
     finally:
         kube.close()
     return InstallResult(
         package=package,
         namespace=namespace,
         csv=followed.csv["metadata"]["name"],
-        catalog_source=name,
+        catalog_source=catalog_source,
         operator_group=group["metadata"]["name"],
         install_mode=mode.name,
         targets=list(mode.targets),
@@ -218,15 +279,52 @@ def install(
     )
 
 
+def _undo(
+    kube: Any,
+    target: Target,
+    namespace: str,
+    package: str,
+    made: list[Made],
+    before: set[str] | None,
+    keep: bool,
+    error: OlmtoolError | None,
+) -> str:
+    """Remove what a failed install made (unless ``keep``); what went or stayed."""
+    if not made:
+        return ""
+    if keep:
+        return f"kept what this install created: {', '.join(map(str, made))}"
+    # an apiserver already gone is asked once; a short outage is still ridden out
+    kube.outage_grace = (
+        0.0 if isinstance(error, ClusterUnreachable) else min(kube.outage_grace, 15.0)
+    )
+    with cluster_errors(kube, target):
+        removed, failed = remove_made(
+            kube, namespace, package, made, before or set(), describe=describe
+        )
+    note = f"removed what this install created: {', '.join(removed)}" if removed else ""
+    if failed:
+        note += ("; " if note else "") + f"could not remove {', '.join(failed)}"
+    return note
+
+
 def uninstall(
-    package: str, *, namespace: str = "", delete_crds: bool = False, kubeconfig: Path | None = None
+    package: str,
+    *,
+    namespace: str = "",
+    delete_crds: bool = False,
+    kubeconfig: Path | None = None,
+    name: str | None = None,
 ) -> list[str]:
-    """Remove the Subscription and CSV (CRDs only with ``delete_crds``)."""
-    kube = Kube(resolve_kubeconfig(kubeconfig))
+    """Remove the Subscription and CSV (CRDs only with ``delete_crds``) from the cluster
+    of ``kubeconfig`` or the local cluster ``name`` (see :func:`install`)."""
+    target = resolve_target(kubeconfig, name)
+    kube = connect(target)
     try:
-        return remove_operator(kube, namespace or package, package, delete_crds=delete_crds)
+        with cluster_errors(kube, target):
+            return remove_operator(kube, namespace or package, package, delete_crds=delete_crds)
     finally:
         kube.close()
 
 
-__all__ = ["InstallResult", "install", "uninstall"]
+__all__ = ["InstallInterrupted", "InstallResult", "install", "resolve_kubeconfig", "uninstall"]

@@ -44,14 +44,14 @@ from urllib.parse import urlsplit
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.actions.catalog_render import catalog_render
-from olmtool.actions.install import _catalog_kind, resolve_kubeconfig
+from olmtool.actions.install import _catalog_kind
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import load_catalog_strict
-from olmtool.cluster.node import Kube
+from olmtool.cluster.clients import OUTAGE_GRACE, cluster_errors, connect, resolve_target
 from olmtool.errors import ArgumentError, OlmtoolError
 from olmtool.olm import UpgradePlan, fetch_config, is_registry_address, upgrade_plan
 from olmtool.olm.upgrade_report import UpgradeReport, write_junit
-from olmtool.olm.upgrade_run import Probe, UpgradeRun, clean_up, run_upgrade
+from olmtool.olm.upgrade_run import EXAMPLES, Probe, UpgradeRun, clean_up, run_upgrade
 from olmtool.serve import start_server
 from olmtool.versions import parse_version, precedence_key
 
@@ -253,6 +253,7 @@ def upgrade_test_dynamic(
     start: str | None = None,
     every: bool = False,
     kubeconfig: Path | None = None,
+    name: str | None = None,
     probe: Probe | str | None = None,
     probe_path: str | Path | None = None,
     timeout: float = 300.0,
@@ -260,6 +261,7 @@ def upgrade_test_dynamic(
     keep: bool = False,
     junit: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    examples: str = "ready",
 ) -> UpgradeReport:
     """Install ``start`` (a version or CSV name), or with ``every`` each non-head bundle
     of the channel, and upgrade it through OLM to the head; one run per start version.
@@ -267,8 +269,20 @@ def upgrade_test_dynamic(
     ``probe`` is a :class:`~olmtool.olm.upgrade_run.Probe` or its ``module:Class`` name
     (see :func:`load_probe`). Unless ``keep``, each run's examples are deleted afterwards
     (while the operator still runs to handle their finalizers), then its namespace.
-    ``junit`` also writes the report as JUnit XML. A failed run is recorded in the report
-    (``report.passed``); arguments that cannot work raise ArgumentError first."""
+    ``junit`` also writes the report as JUnit XML. ``examples`` is what each run does with
+    the CSV's alm-examples: ``ready`` (create them, each must become Ready after the
+    install and every hop), ``create`` (create them, never wait) or ``none``. A failed
+    run is recorded in the report (``report.passed``); arguments that cannot work raise
+    ArgumentError first.
+
+    The cluster is ``kubeconfig``'s, else the local cluster ``name``'s (see
+    :func:`olmtool.cluster.clients.resolve_target`); it must answer before anything
+    starts, its failures are one-line OlmtoolErrors, and an apiserver outage of up to
+    :data:`~olmtool.cluster.clients.OUTAGE_GRACE` seconds is ridden out."""
+    if examples not in EXAMPLES:
+        raise ArgumentError(
+            f"{examples!r} is not one of {', '.join(EXAMPLES)}", argument="examples"
+        )
     say = progress or (lambda _line: None)
     text = str(catalog)
     config = _config(text)
@@ -277,9 +291,10 @@ def upgrade_test_dynamic(
     loaded = load_probe(probe, probe_path) if isinstance(probe, str) else probe
     report = UpgradeReport(plan, text)
     started = time.monotonic()
-    kube = Kube(resolve_kubeconfig(kubeconfig))
+    target = resolve_target(kubeconfig, name)
+    kube = connect(target, outage_grace=OUTAGE_GRACE, progress=say)
     try:
-        with _served(text, kube) as (address, image):
+        with cluster_errors(kube, target), _served(text, kube) as (address, image):
             for number, csv in enumerate(starts, 1):
                 prefix = f"[{number}/{len(starts)}] {csv}"
                 namespace = _namespace(package, csv)
@@ -288,7 +303,9 @@ def upgrade_test_dynamic(
                     try:
                         delete_crds(kube, _provided(config, package), timeout)
                     except (OlmtoolError, ApiException) as exc:
-                        failed = UpgradeRun(package, csv, csv, channel=plan.channel)
+                        failed = UpgradeRun(
+                            package, csv, csv, channel=plan.channel, examples=examples
+                        )
                         failed.failure = f"resetting the CRDs: {exc}"
                         report.runs.append(failed)
                         continue
@@ -303,6 +320,7 @@ def upgrade_test_dynamic(
                     channel=plan.channel,
                     probe=loaded,
                     timeout=timeout,
+                    examples=examples,
                     on_change=lambda line, p=prefix: say(f"{p}: {line}"),
                 )
                 report.runs.append(run)

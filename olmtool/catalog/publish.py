@@ -7,6 +7,7 @@ broken bundle or graph leaves the existing catalog exactly as it was.
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,7 +105,10 @@ def channels_from_bundles(
     Where those edges leave a channel with several heads (CSVs without ``replaces``),
     the newest bundle is the head, as in opm's replaces mode (``SemverPackageManifest``
     makes the highest version each channel's head), and the other heads are chained to it
-    by version, so that no bundle is lost; a warning in ``warnings`` names the choice.
+    by version where a CSV leaves that open (see :func:`chain_heads`), so that no bundle
+    is lost; a warning in ``warnings`` names the choice. A head that cannot be chained
+    without an edge no CSV declares stays a head: a ``publish-stranded`` warning says
+    which CSV to fix, and validation then refuses the channel (several heads).
     """
     channels: dict[str, dc.Channel] = {}
     versions: dict[str, tuple[semver.Version, str]] = {}
@@ -127,56 +131,123 @@ def channels_from_bundles(
     for channel in channels.values():
         if any(e.replaces and e.replaces not in names for e in channel.entries):
             continue  # a replaces naming no bundle: opm's replaces mode refuses, so do we
-        note = chain_heads(channel, versions)
-        if note and warnings is not None:
-            warnings.append(
-                Finding(
-                    "publish-channel-head",
-                    "warning",
-                    note,
-                    package=package,
-                    scope=f'channel "{channel.name}"',
-                )
-            )
+        if warnings is not None:
+            warnings += head_findings(channel, versions)
+        else:
+            chain_heads(channel, versions)
     return [channels[name] for name in sorted(channels)]
 
 
+STRANDED = "publish-stranded"
+
+
+def head_findings(
+    channel: dc.Channel, versions: dict[str, tuple[semver.Version, str]]
+) -> list[Finding]:
+    """:func:`chain_heads` on ``channel``, and what it did or could not do as warnings:
+    ``publish-channel-head`` (the heads chained) and ``publish-stranded`` (one per head
+    left stranded)."""
+    note = chain_heads(channel, versions)
+    scope = f'channel "{channel.name}"'
+    found = [
+        Finding(STRANDED, "warning", message, package=channel.package, scope=scope)
+        for message in stranded_heads(channel, versions)
+    ]
+    if note:
+        found.insert(
+            0,
+            Finding("publish-channel-head", "warning", note, package=channel.package, scope=scope),
+        )
+    return found
+
+
+def _heads(channel: dc.Channel) -> list[dc.ChannelEntry]:
+    """Entries no other entry replaces or skips (a skipRange is no edge here, as in opm)."""
+    reached = {e.replaces for e in channel.entries} | {s for e in channel.entries for s in e.skips}
+    return [e for e in channel.entries if e.name not in reached]
+
+
+def _next_newer(
+    channel: dc.Channel, entry: dc.ChannelEntry, versions: dict[str, tuple[semver.Version, str]]
+) -> dc.ChannelEntry:
+    ordered = sorted(channel.entries, key=lambda e: versions[e.name])
+    return next(e for e in ordered if versions[e.name] > versions[entry.name])
+
+
 def chain_heads(channel: dc.Channel, versions: dict[str, tuple[semver.Version, str]]) -> str:
-    """Make the newest entry the channel's only head; what was done, or "" if nothing.
+    """Make the newest entry the channel's head where the CSVs leave that open; what was
+    done, or "" if nothing.
 
     A head is an entry no other entry replaces or skips. opm's replaces mode makes the
-    highest version the head and prunes what it cannot reach; here each other head gets
-    an edge from the next newer entry instead (its ``replaces`` when it has none, else one
-    more ``skips``), so that every bundle stays installable. Entries change in place."""
+    highest version the head and prunes what it cannot reach; here each other head
+    becomes the ``replaces`` of the next newer entry when that entry's CSV declares no
+    ``replaces``, so that every bundle stays installable. When that entry already
+    replaces another bundle, nothing is added (publishing writes no ``skips`` no CSV
+    declares): the head stays, stranded, for :func:`stranded_heads` to explain. Entries
+    change in place."""
 
-    def heads() -> list[dc.ChannelEntry]:
-        reached = {e.replaces for e in channel.entries} | {
-            s for e in channel.entries for s in e.skips
-        }
-        return [e for e in channel.entries if e.name not in reached]
-
-    found = sorted(heads(), key=lambda e: versions[e.name])
+    found = sorted(_heads(channel), key=lambda e: versions[e.name])
     if len(found) < 2:
         return ""
     chosen = found[-1]
     pruned = _unreachable(channel, chosen)
-    ordered = sorted(channel.entries, key=lambda e: versions[e.name])
     links = []
     for head in found[:-1]:
-        newer = next(e for e in ordered if versions[e.name] > versions[head.name])
+        newer = _next_newer(channel, head, versions)
         if not newer.replaces:
             newer.replaces = head.name
             links.append(f"{newer.name} replaces {head.name}")
-        else:
-            newer.skips.append(head.name)
-            links.append(f"{newer.name} skips {head.name}")
+    if not links:
+        return ""
     names = ", ".join(e.name for e in found)
     return (
         f"the bundles' replaces/skips leave {len(found)} heads ({names}); {chosen.name}, the "
         f"newest, is the head, as in opm's replaces mode, which would also drop the "
         f"{len(pruned)} bundle(s) it cannot reach ({', '.join(pruned)}); they are kept, "
-        f"chained by version: {'; '.join(links)}"
+        f"chained by version where a CSV declares no replaces: {'; '.join(links)}"
     )
+
+
+def stranded_heads(
+    channel: dc.Channel, versions: dict[str, tuple[semver.Version, str]]
+) -> list[str]:
+    """Why each head but the newest is one (after :func:`chain_heads`): no CSV's
+    ``replaces`` or ``skips`` names it, so OLM v0 offers its users no upgrade along the
+    channel and opm refuses the channel (several heads); which CSV to fix."""
+    found = sorted(_heads(channel), key=lambda e: versions[e.name])
+    messages = []
+    for head in found[:-1]:
+        newer = _next_newer(channel, head, versions)
+        covering = [
+            e.name
+            for e in channel.entries
+            if e.skip_range
+            and versions[e.name] > versions[head.name]
+            and _range_contains(e.skip_range, versions[head.name][0])
+        ]
+        if covering:
+            through = (
+                f"an olm.skipRange of {', '.join(covering)} contains it, but opm counts only "
+                "replaces and skips as edges, so the channel has several heads"
+            )
+        else:
+            through = "no newer bundle's olm.skipRange contains it either"
+        messages.append(
+            f"{head.name} is stranded (unreachable): no CSV's replaces or skips names it, "
+            f"and {newer.name}, the next newer bundle, already replaces {newer.replaces}; "
+            f"{through}. Publishing adds no edge a CSV does not declare: list "
+            f"{head.name} in spec.skips of {newer.name}'s CSV"
+        )
+    return messages
+
+
+def _range_contains(text: str, version: semver.Version) -> bool:
+    from olmtool.versions import parse_range
+
+    try:
+        return parse_range(text).contains(version)
+    except ValueError:
+        return False  # validation reports the range
 
 
 def _unreachable(channel: dc.Channel, head: dc.ChannelEntry) -> list[str]:
@@ -328,12 +399,23 @@ def publish(
     check: bool = False,
     waivers: Sequence[Waiver] = (),
     allow_empty_image: bool = False,
+    output: Path | None = None,
 ) -> PublishResult:
     """Regenerate every configured package under the catalog root, and the Dockerfile.
 
     ``waivers`` (olmtool.yaml's ``validate.ignore``) accept validation findings; a bundle
-    without image is refused unless ``allow_empty_image``."""
-    root = base / settings.output
+    without image is refused unless ``allow_empty_image``. ``output`` is a catalog root
+    to write (or, with ``check``, compare) instead of the configured one (a variant of
+    the catalog without a second config file); its Dockerfile goes beside it,
+    ``<output>.Dockerfile``, whatever ``catalog.dockerfile`` says."""
+    if output is not None:
+        output = Path(os.path.abspath(output))
+        if output.exists() and not output.is_dir():
+            raise ArgumentError(
+                f"{display_path(output)} is not a directory (the catalog root to write)",
+                argument="output_dir",
+            )
+    root = output if output is not None else base / settings.output
     fmt = CatalogFormat(settings.format)
     payload = BundlePayload(settings.payload)
     result = PublishResult(root)
@@ -346,7 +428,8 @@ def publish(
     if not allow_empty_image:
         refuse_empty_images(assembled)
     for name, config in assembled.items():
-        report = check_package(config, name, waivers)
+        stranded = [w for w in result.warnings if w.check == STRANDED and w.package == name]
+        report = check_package(config, name, waivers, explain=stranded)
         result.warnings += report.warnings
         result.waived += report.waived
     for name, config in assembled.items():
@@ -355,8 +438,13 @@ def publish(
     # on the catalog's contents, and is written after the packages: a run killed in
     # between leaves a complete catalog and a Dockerfile naming an existing root, which
     # ``--check`` reports stale until the next publish rewrites it.
-    result.dockerfile = base / (settings.dockerfile or f"{settings.output.rstrip('/')}.Dockerfile")
-    text = dockerfile(Path(settings.output).name, settings.base_image)
+    if output is not None:
+        result.dockerfile = output.parent / f"{output.name}.Dockerfile"
+        text = dockerfile(output.name, settings.base_image)
+    else:
+        configured = settings.dockerfile or f"{settings.output.rstrip('/')}.Dockerfile"
+        result.dockerfile = base / configured
+        text = dockerfile(Path(settings.output).name, settings.base_image)
     current = result.dockerfile.read_text(encoding="utf-8") if result.dockerfile.is_file() else None
     result.dockerfile_stale = current != text
     if result.dockerfile_stale and not check:
@@ -433,7 +521,7 @@ def add_bundle(
                 rendered.description,
             )
         )
-    check_package(config, bundle.package)
+    check_package(config, bundle.package, explain=[w for w in warnings if w.check == STRANDED])
     chosen = fmt or _existing_format(package_dir) or CatalogFormat.json
     difference = write_package(config, root, bundle.package, chosen)
     member_of = sorted(
@@ -463,12 +551,7 @@ def _join_heads(config: dc.DeclarativeConfig, channel: dc.Channel, warnings: lis
     entries = channel.entries
     if any(e.name not in versions or (e.replaces and e.replaces not in names) for e in entries):
         return
-    note = chain_heads(channel, versions)
-    if note:
-        scope = f'channel "{channel.name}"'
-        warnings.append(
-            Finding("publish-channel-head", "warning", note, package=channel.package, scope=scope)
-        )
+    warnings += head_findings(channel, versions)
 
 
 def _channel(config: dc.DeclarativeConfig, name: str, package: str) -> dc.Channel:

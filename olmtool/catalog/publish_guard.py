@@ -7,23 +7,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from olmtool.catalog import declcfg as dc
+from olmtool.catalog.findings import Finding
 from olmtool.catalog.validate import Report, validate_config
 from olmtool.errors import ArgumentError, InputError
 from olmtool.waivers import Waiver, waive
 
 
 def check_package(
-    config: dc.DeclarativeConfig, package: str, waivers: Sequence[Waiver] = ()
+    config: dc.DeclarativeConfig,
+    package: str,
+    waivers: Sequence[Waiver] = (),
+    explain: Sequence[Finding] = (),
 ) -> Report:
     """Validate a package before writing it; errors stop publishing (unless waived).
-    Returns the report: its warnings and waived findings."""
+    Returns the report: its warnings and waived findings. The error names ``explain``'s
+    findings too (publishing's own warnings on why the package is as it is, e.g. a
+    stranded bundle, lost otherwise with the result)."""
     report = validate_config(config)
     waive(report, waivers, checks=())  # unused waivers are validate's to report
     if report.errors:
         first = report.errors[0]
         more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
+        why = "".join(f"; {finding.scope or ''}: {finding.message}" for finding in explain)
         raise InputError(
-            f"catalog package {package!r} would be invalid, nothing written: {first}{more}"
+            f"catalog package {package!r} would be invalid, nothing written: {first}{more}{why}"
         )
     return report
 

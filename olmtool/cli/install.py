@@ -6,7 +6,16 @@ from pathlib import Path
 
 import typer
 
-from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout, with_progress
+from olmtool.cli.output import (
+    OutputFormat,
+    OutputOption,
+    emit,
+    error,
+    escape,
+    stdout,
+    with_progress,
+)
+from olmtool.errors import UsageError
 
 
 def _actions():  # the Kubernetes client is imported only when a command runs
@@ -16,8 +25,25 @@ def _actions():  # the Kubernetes client is imported only when a command runs
 
 
 KubeconfigOption = typer.Option(
-    None, "--kubeconfig", help="Cluster to use (default: $KUBECONFIG, else the local cluster)."
+    None,
+    "--kubeconfig",
+    help="Cluster to use (default: the --name local cluster, else $KUBECONFIG, else the "
+    "local cluster olmtool).",
 )
+NameOption = typer.Option(
+    None,
+    "--name",
+    help="Local cluster to use (olmtool cluster up --name NAME); before $KUBECONFIG, "
+    "not with --kubeconfig.",
+)
+# exit code of an interrupted command (128 + SIGINT), as the shell reports it
+EXIT_INTERRUPTED = 130
+
+
+def check_cluster_flags(kubeconfig: Path | None, name: str | None) -> None:
+    """--kubeconfig and --name both choose the cluster: one of them at most."""
+    if kubeconfig is not None and name:
+        raise UsageError("--kubeconfig and --name both choose the cluster: give one of them")
 
 
 def install(
@@ -39,27 +65,53 @@ def install(
     ),
     approval: str = typer.Option("Automatic", "--approval", help="Automatic or Manual."),
     kubeconfig: Path | None = KubeconfigOption,
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds to wait for the CSV."),
+    name: str | None = NameOption,
+    timeout: float = typer.Option(
+        300.0, "--timeout", help="Seconds the whole install may take (CSV Succeeded)."
+    ),
+    keep: bool = typer.Option(
+        False,
+        "--keep",
+        help="On failure or Ctrl-C, keep what this install created (default: removed).",
+    ),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Install an operator through OLM: CatalogSource, OperatorGroup, Subscription, then
     wait until its ClusterServiceVersion succeeds (or say why OLM failed it).
 
-    Example: olmtool install etcd-operator --catalog catalog --version 0.2.0 --approval Manual
+    Fails early where OLM cannot go on (catalog unreachable, minKubeVersion above the
+    cluster's, an operator image the registry does not have), rides out an apiserver
+    outage of up to 60 s, and on failure or Ctrl-C removes what it created (objects
+    that were there before stay) unless --keep.
+
+    Examples: olmtool install etcd-operator --catalog catalog --version 0.2.0 --approval Manual
+
+    olmtool install etcd-operator --catalog catalog --name dev   (the local cluster dev)
+
+    KUBECONFIG=~/.kube/staging olmtool install etcd-operator --catalog quay.io/org/catalog:1.0
+    --channel stable --timeout 600
     """
-    result = with_progress(
-        f"installing {package}",
-        _actions().install,
-        package=package,
-        catalog=catalog,
-        channel=channel,
-        version=version,
-        namespace=namespace,
-        install_mode=install_mode,
-        approval=approval,
-        kubeconfig=kubeconfig,
-        timeout=timeout,
-    )
+    check_cluster_flags(kubeconfig, name)
+    actions = _actions()
+    try:
+        result = with_progress(
+            f"installing {package}",
+            actions.install,
+            package=package,
+            catalog=catalog,
+            channel=channel,
+            version=version,
+            namespace=namespace,
+            install_mode=install_mode,
+            approval=approval,
+            kubeconfig=kubeconfig,
+            name=name,
+            timeout=timeout,
+            keep=keep,
+        )
+    except actions.InstallInterrupted as exc:
+        error(str(exc))
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     targets = ", ".join(result.targets) or "all namespaces"
     emit(
         result.as_dict(),
@@ -80,12 +132,16 @@ def uninstall(
         False, "--delete-crds", help="Also delete the CRDs the CSV owns (their objects go too)."
     ),
     kubeconfig: Path | None = KubeconfigOption,
+    name: str | None = NameOption,
 ) -> None:
     """Remove an operator's Subscription and CSV (CRDs are kept unless --delete-crds).
 
-    Example: olmtool uninstall etcd-operator
+    Examples: olmtool uninstall etcd-operator
+
+    olmtool uninstall etcd-operator --name dev --delete-crds
     """
+    check_cluster_flags(kubeconfig, name)
     for line in _actions().uninstall(
-        package, namespace=namespace, delete_crds=delete_crds, kubeconfig=kubeconfig
+        package, namespace=namespace, delete_crds=delete_crds, kubeconfig=kubeconfig, name=name
     ):
         stdout.print(f"deleted {escape(line)}")

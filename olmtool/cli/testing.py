@@ -44,7 +44,16 @@ def upgrade(
         False, "--all", help="Dynamic: do it from every bundle of the channel but the head."
     ),
     kubeconfig: Path | None = typer.Option(
-        None, "--kubeconfig", help="Cluster with OLM (default: $KUBECONFIG, else the local one)."
+        None,
+        "--kubeconfig",
+        help="Dynamic: cluster with OLM (default: the --name local cluster, else "
+        "$KUBECONFIG, else the local cluster olmtool).",
+    ),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Dynamic: local cluster to use (olmtool cluster up --name NAME); before "
+        "$KUBECONFIG, not with --kubeconfig.",
     ),
     probe: str = typer.Option(
         "",
@@ -68,6 +77,12 @@ def upgrade(
     keep: bool = typer.Option(
         False, "--keep", help="Keep each start version's namespace (default: deleted)."
     ),
+    examples: str = typer.Option(
+        "ready",
+        "--examples",
+        help="Dynamic: the CSV's alm-examples: ready (create them; each must become Ready "
+        "after the install and every hop), create (create them, never wait), none.",
+    ),
     output: OutputFormat = OutputOption,
 ) -> None:
     """Check that every bundle of a channel reaches the head through OLM v0's upgrade
@@ -77,16 +92,21 @@ def upgrade(
     With --from or --all the upgrade is done for real on a cluster with OLM: each start
     version is installed (Manual approval) with its alm-examples and the probe's data,
     then upgraded hop by hop to the head; exit 1 when any run fails. A catalog directory
-    is served from this process on a loopback port (a local cluster only).
+    is served from this process on a loopback port (a local cluster only). An apiserver
+    outage of up to 60 s is ridden out (requests are retried).
 
     Examples: olmtool test upgrade --catalog catalog --package etcd-operator
 
     olmtool test upgrade --catalog catalog --package etcd-operator --all
     --probe operator:etcd_operator.probe:EtcdProbe --junit upgrade.xml
+
+    olmtool test upgrade --catalog catalog --package etcd-operator --from 0.2.0 --name dev
     """
     from olmtool.actions.upgrade_test import upgrade_test, upgrade_test_dynamic
+    from olmtool.cli.install import check_cluster_flags
 
     if start or every:
+        check_cluster_flags(kubeconfig, name)
         report = with_progress(
             f"upgrading {package}",
             upgrade_test_dynamic,
@@ -96,12 +116,14 @@ def upgrade(
             start=start or None,
             every=every,
             kubeconfig=kubeconfig,
+            name=name,
             probe=probe or None,
             probe_path=probe_path,
             timeout=timeout,
             reset_crds=reset_crds,
             keep=keep,
             junit=junit,
+            examples=examples,
         )
         emit(report.as_dict(), output, lambda: print_report(report))
         exit_if(not report.passed)
@@ -130,7 +152,11 @@ def print_plan(plan: UpgradePlan) -> None:
 
 
 def summary_table(report: UpgradeReport) -> Table:
-    """Start version, its hops with seconds each, install seconds, total and result."""
+    """Start version, its hops with seconds each, install seconds, total and result.
+
+    Readable at 80 columns: the title names the package, channel and head CSV; the
+    cells show versions (``report.version_of``), one hop a line, so no CSV name is
+    folded into fragments; a long version is folded only where nothing else fits."""
     from rich.table import Table
 
     from olmtool.olm.upgrade_report import run_seconds
@@ -138,19 +164,24 @@ def summary_table(report: UpgradeReport) -> Table:
     table = Table(
         title=f"{report.package} channel {report.channel} -> {report.head}", title_justify="left"
     )
-    table.add_column("start")
-    table.add_column("install s", justify="right")
-    table.add_column("hops (s each)")
-    table.add_column("total s", justify="right")
-    table.add_column("result")
+    table.add_column("start", overflow="fold")
+    table.add_column("install s", justify="right", no_wrap=True)
+    table.add_column("hops (s each)", overflow="fold")
+    table.add_column("total s", justify="right", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    short = report.version_of
     for run in report.runs:
-        hops = "\n".join(f"-> {escape(h.to_csv)} {h.seconds:.1f}" for h in run.hops) or "-"
+        hops = [f"-> {escape(short(h.to_csv))} {h.seconds:.1f}" for h in run.hops]
         if run.passed and not report.matches_plan(run):
-            expected = " -> ".join(report.expected_hops(run.start)) or "-"
-            hops += f"\n[yellow](static plan: {escape(expected)})[/]"
+            expected = " -> ".join(short(csv) for csv in report.expected_hops(run.start))
+            hops.append(f"[yellow](static plan: {escape(expected or '-')})[/]")
         result = "[green]passed[/]" if run.passed else "[red]failed[/]"
         table.add_row(
-            escape(run.start), f"{run.install_seconds:.1f}", hops, f"{run_seconds(run):.1f}", result
+            escape(short(run.start)),
+            f"{run.install_seconds:.1f}",
+            "\n".join(hops) or "-",
+            f"{run_seconds(run):.1f}",
+            result,
         )
     return table
 

@@ -10,10 +10,13 @@ pulls, pushes and deletes are refused. The password is random, made at the first
   folder, or ``REGISTRY_AUTH_FILE`` (podman, skopeo) at the file. ``cluster status``
   shows its path.
 
-olmtool finds them on its own: :func:`cluster_registry_credentials` is what the registry
-client (:mod:`olmtool.images.distribution`) falls back to for a loopback registry that
-the user's docker config has no entry for, so ``--push`` to the local cluster's registry,
-the node agent's pulls and the OLM engine's all authenticate without set-up.
+olmtool finds them on its own: :func:`cluster_login` is what the registry client
+(:mod:`olmtool.images.distribution`) uses for a loopback registry, so ``--push`` to the
+local cluster's registry, the node agent's pulls and the OLM engine's all authenticate
+without set-up. The login is that of the *running* cluster whose registry has the port:
+a stopped cluster's state keeps its recorded registry address (``down`` without
+``--delete``), and a new cluster may take the same port (5000 by default) with a login
+of its own.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ _started_roots: list[Path] = []
 
 
 def remember_root(root: Path) -> None:
-    """Make :func:`cluster_registry_credentials` look under ``root`` too, for the rest of
+    """Make :func:`cluster_login` look under ``root`` too, for the rest of
     this process (a cluster started with ``up(root=...)`` and then pushed to)."""
     if root not in _started_roots:
         _started_roots.append(root)
@@ -141,11 +144,28 @@ def ensure_registry_auth(state_dir: Path, address: str) -> RegistryAuth:
     return RegistryAuth(htpasswd, config, login)
 
 
-def cluster_registry_credentials(registry: str, root: Path | None = None) -> RegistryLogin | None:
-    """The login of the local cluster (under ``root``, default :func:`clusters_root` and
-    the roots this process started clusters in) whose registry is ``registry``
-    (``127.0.0.1:PORT`` or ``localhost:PORT``); None for any other address, or when
-    there is no such cluster this user can read."""
+@dataclass(frozen=True)
+class ClusterLogin:
+    """A running local cluster's registry login, and where it was read."""
+
+    cluster: str  # the cluster's name (its state folder's)
+    docker_config: Path
+    login: RegistryLogin
+
+    @property
+    def source(self) -> str:
+        """Where the login comes from, for messages (a 401 names it)."""
+        return f"login of local cluster {self.cluster!r} from {self.docker_config}"
+
+
+def cluster_login(registry: str, root: Path | None = None) -> ClusterLogin | None:
+    """The login of the *running* local cluster (under ``root``, default
+    :func:`clusters_root` and the roots this process started clusters in) whose registry
+    is ``registry`` (``127.0.0.1:PORT`` or ``localhost:PORT``); None for any other
+    address, or when no running cluster this user can read serves it. A cluster runs
+    its registry when the process ``cluster.json`` records for it is alive (its pid
+    with the same start time): a stopped cluster (``down`` clears its processes) or one
+    whose registry died never lends its login to the cluster now on the port."""
     host, _, port = registry.rpartition(":")
     if host not in LOOPBACK_NAMES or not port.isdigit():
         return None
@@ -155,11 +175,43 @@ def cluster_registry_credentials(registry: str, root: Path | None = None) -> Reg
             folders += sorted(base.iterdir())
     for folder in folders:
         try:
-            recorded = json.loads((folder / STATE_FILE).read_text()).get("registry")
+            state = json.loads((folder / STATE_FILE).read_text())
+            recorded = state.get("registry")
+            process = (state.get("components") or {}).get("registry")
         except (OSError, ValueError, AttributeError):
             continue
-        if isinstance(recorded, str) and recorded.rpartition(":")[2] == port:
-            login = read_login(docker_config_path(folder))
-            if login is not None:
-                return login
+        if not isinstance(recorded, str) or recorded.rpartition(":")[2] != port:
+            continue
+        if not _alive(process):
+            continue
+        config = docker_config_path(folder)
+        login = read_login(config)
+        if login is not None:
+            return ClusterLogin(folder.name, config, login)
     return None
+
+
+def cluster_registry_credentials(registry: str, root: Path | None = None) -> RegistryLogin | None:
+    """The login of :func:`cluster_login` (the running cluster serving ``registry``)."""
+    found = cluster_login(registry, root)
+    return found.login if found else None
+
+
+def _alive(process: object) -> bool:
+    """Whether ``cluster.json``'s record of a process (``{"pid", "started"}``) names one
+    that still runs: the pid exists, is no zombie and started when recorded (a recycled
+    pid starts later), as :class:`olmtool.cluster.local.Component` decides."""
+    if not isinstance(process, dict):
+        return False
+    pid, started = process.get("pid"), process.get("started")
+    if not isinstance(pid, int) or not isinstance(started, int) or pid <= 0:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = stat.rpartition(")")[2].split()
+    try:
+        return fields[0] != "Z" and int(fields[19]) == started
+    except (IndexError, ValueError):
+        return False

@@ -5,9 +5,9 @@
 
 Loopback registries are spoken to over plain HTTP (as docker and podman do), others over
 HTTPS; ``OLMTOOL_REGISTRY_CA`` adds a CA bundle to trust. Credentials come from the
-``auth`` argument or the docker/podman config file (for the local cluster's registry,
-from the cluster's state when that has none); Basic and Bearer-token challenges are
-both answered.
+``auth`` argument, else, for a loopback registry a running local cluster serves, from the
+cluster's state, else from the docker/podman config file; Basic and Bearer-token
+challenges are both answered. A refusal with 401 names the login sent and its source.
 """
 
 from __future__ import annotations
@@ -61,6 +61,12 @@ class RegistryError(OlmtoolError):
 class Credentials:
     username: str
     password: str = field(repr=False)
+    # where they were found, for a 401's message ("" = given as the auth argument)
+    source: str = field(default="", compare=False, repr=False)
+
+    def describe(self) -> str:
+        """``user 'u', login of local cluster 'x' from /path/config.json``."""
+        return f"user {self.username!r}, {self.source or 'login given as the auth argument'}"
 
 
 @dataclass(frozen=True)
@@ -173,17 +179,18 @@ def docker_credentials(registry: str, repository: str = "") -> Credentials | Non
 
 
 def default_credentials(registry: str, repository: str = "") -> Credentials | None:
-    """The docker/podman config's credentials for ``registry``; else, for a loopback
-    registry, those of the local cluster whose registry it is (``olmtool cluster up``
-    writes them to its state: :mod:`olmtool.cluster.registryauth`)."""
-    found = docker_credentials(registry, repository)
-    if found is None and is_loopback(registry):
-        from olmtool.cluster.registryauth import cluster_registry_credentials
+    """For a loopback registry that a running local cluster serves, that cluster's login
+    (``olmtool cluster up`` writes it to its state: :mod:`olmtool.cluster.registryauth`);
+    its htpasswd holds no other, so a login the docker config keeps for the address (a
+    stopped cluster's, say, once exported as ``REGISTRY_AUTH_FILE``) cannot work there.
+    Else the docker/podman config's credentials for ``registry``."""
+    if is_loopback(registry):
+        from olmtool.cluster.registryauth import cluster_login
 
-        login = cluster_registry_credentials(registry)
-        if login is not None:
-            return Credentials(login.username, login.password)
-    return found
+        found = cluster_login(registry)
+        if found is not None:
+            return Credentials(found.login.username, found.login.password, found.source)
+    return docker_credentials(registry, repository)
 
 
 def auth_file() -> Path:
@@ -373,7 +380,7 @@ class RegistryClient:
         if response.status_code != 200:
             raise RegistryError(
                 f"{self.action} {self.ref} refused: token server said {_describe(response)}"
-                + self._no_credentials_hint(response)
+                + self._credentials_hint(response)
             )
         try:
             body = response.json()
@@ -390,16 +397,20 @@ class RegistryClient:
     def _refused(self, response: httpx.Response) -> RegistryError:
         return RegistryError(
             f"{self.action} {self.ref} refused: {_describe(response)}"
-            + self._no_credentials_hint(response)
+            + self._credentials_hint(response)
         )
 
-    def _no_credentials_hint(self, response: httpx.Response) -> str:
-        if response.status_code != 401 or self.credentials:
+    def _credentials_hint(self, response: httpx.Response) -> str:
+        """For a 401: the login sent and where it came from, or where none was found."""
+        if response.status_code != 401:
             return ""
+        if self.credentials:
+            return f" ({self.credentials.describe()})"
         hint = f" (no credentials for {self.ref.registry} in the auth argument or {auth_file()}"
         if is_loopback(self.ref.registry):  # perhaps an olmtool cluster's registry
             hint += (
-                "; an olmtool cluster's login is the docker config `olmtool cluster status` shows"
+                "; no running local cluster serves it: an olmtool cluster's login is the "
+                "docker config `olmtool cluster status` shows"
             )
         return hint + ")"
 
@@ -513,8 +524,9 @@ def _auth_keys(registry: str, repository: str) -> Iterator[str]:
 
 
 def _decode_auth(entry: Mapping[str, Any], key: str, path: Path) -> Credentials | None:
+    source = f"login from {path} (auths[{key!r}])"
     if entry.get("username") and entry.get("password"):
-        return Credentials(str(entry["username"]), str(entry["password"]))
+        return Credentials(str(entry["username"]), str(entry["password"]), source)
     encoded = entry.get("auth")
     if not encoded:
         return None
@@ -524,4 +536,4 @@ def _decode_auth(entry: Mapping[str, Any], key: str, path: Path) -> Credentials 
         colon = ""
     if not colon:
         raise InputError(f"auths[{key!r}].auth is not base64 of user:password", path=path)
-    return Credentials(username, password)
+    return Credentials(username, password, source)

@@ -9,6 +9,7 @@ the label ``olmtool.dev/created-by: install`` so ``uninstall`` removes only thos
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,18 @@ CREATED_BY = {"olmtool.dev/created-by": "install"}
 MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")
 # a resolution failure must outlast the CatalogSource's first connection before it counts
 RESOLUTION_GRACE = 15.0
+# a CatalogSource in TRANSIENT_FAILURE this long, before any InstallPlan, is unreachable
+CATALOG_GRACE = RESOLUTION_GRACE
+# an operator Pod whose image the registry does not have, this long, will not start
+PULL_GRACE = 10.0
+# pull errors that do not clear by themselves (the registry's 404, olmtool's node agent's
+# "not available")
+PERMANENT_PULL = re.compile(
+    r"\b404\b|not found|manifest unknown|name unknown|is not available", re.IGNORECASE
+)
+PULL_WAITING = ("ErrImagePull", "ImagePullBackOff")
+# CSV phases in which its Deployments (and their Pods) exist and are not yet all ready
+DEPLOYING = ("InstallReady", "Installing", "Failed")
 
 
 class InstallFailed(OlmtoolError):
@@ -66,11 +79,46 @@ def _meta(name: str) -> JSON:
     return {"name": name, "labels": dict(CREATED_BY)}
 
 
+@dataclass(frozen=True)
+class Made:
+    """An object :func:`subscribe` created (not one it found): what a failed install
+    removes again."""
+
+    kind: str
+    namespace: str
+    name: str
+    path: str
+
+    def __str__(self) -> str:
+        return (
+            f"{self.kind} {self.namespace}/{self.name}"
+            if self.namespace
+            else f"{self.kind} {self.name}"
+        )
+
+
+def _create(kube: Any, collection: str, body: JSON, made: list[Made] | None) -> JSON:
+    """Create ``body`` in ``collection``; recorded in ``made`` once the server has it."""
+    created = kube.create(collection, body)
+    if made is not None:
+        meta = created.get("metadata") or body["metadata"]
+        name = meta.get("name") or body["metadata"]["name"]
+        made.append(Made(body["kind"], meta.get("namespace", ""), name, f"{collection}/{name}"))
+    return created
+
+
 def ensure_catalog_source(
-    kube: Any, namespace: str, name: str, address: str = "", image: str = ""
+    kube: Any,
+    namespace: str,
+    name: str,
+    address: str = "",
+    image: str = "",
+    *,
+    made: list[Made] | None = None,
 ) -> JSON:
     """The CatalogSource ``name`` serving ``address`` (host:port) or ``image``; an existing
-    one with the same source is reused, a different one is an error."""
+    one with the same source is reused, a different one is an error. A created one is
+    added to ``made``."""
     spec: JSON = {"sourceType": "grpc", "displayName": name, "publisher": "olmtool"}
     spec.update({"image": image} if image else {"address": address})
     found = kube.get_or_none(_path(namespace, "catalogsources", name))
@@ -83,7 +131,8 @@ def ensure_catalog_source(
                 f"CatalogSource {namespace}/{name} exists with another source", argument="catalog"
             )
         return found
-    return kube.create(
+    return _create(
+        kube,
         _path(namespace, "catalogsources"),
         {
             "apiVersion": "operators.coreos.com/v1alpha1",
@@ -91,10 +140,13 @@ def ensure_catalog_source(
             "metadata": _meta(name),
             "spec": spec,
         },
+        made,
     )
 
 
-def ensure_operator_group(kube: Any, namespace: str, mode: InstallMode) -> JSON:
+def ensure_operator_group(
+    kube: Any, namespace: str, mode: InstallMode, *, made: list[Made] | None = None
+) -> JSON:
     """The namespace's one OperatorGroup, created for ``mode`` when there is none; an
     existing group that targets other namespaces is an error (OLM allows one group)."""
     groups = kube.get(_path(namespace, "operatorgroups", version="v1")).get("items", [])
@@ -120,7 +172,7 @@ def ensure_operator_group(kube: Any, namespace: str, mode: InstallMode) -> JSON:
         "metadata": _meta(f"{namespace}-og"),
         "spec": spec,
     }
-    return kube.create(_path(namespace, "operatorgroups", version="v1"), body)
+    return _create(kube, _path(namespace, "operatorgroups", version="v1"), body, made)
 
 
 @dataclass(frozen=True)
@@ -151,11 +203,13 @@ class SubscriptionSpec:
         }
 
 
-def ensure_subscription(kube: Any, namespace: str, spec: SubscriptionSpec) -> JSON:
+def ensure_subscription(
+    kube: Any, namespace: str, spec: SubscriptionSpec, *, made: list[Made] | None = None
+) -> JSON:
     found = kube.get_or_none(_path(namespace, "subscriptions", spec.package))
     if found is not None:
         return found
-    return kube.create(_path(namespace, "subscriptions"), spec.body())
+    return _create(kube, _path(namespace, "subscriptions"), spec.body(), made)
 
 
 def subscribe(
@@ -166,19 +220,86 @@ def subscribe(
     *,
     address: str = "",
     image: str = "",
+    made: list[Made] | None = None,
 ) -> JSON:
     """The namespace, its CatalogSource (``spec.source``), its OperatorGroup for ``mode``
-    and the Subscription, each created when missing; returns the OperatorGroup."""
+    and the Subscription, each created when missing (and then added to ``made``, in
+    order); returns the OperatorGroup."""
     if kube.get_or_none(f"/api/v1/namespaces/{namespace}") is None:
-        kube.create("/api/v1/namespaces", {"metadata": {"name": namespace}})
-    ensure_catalog_source(kube, namespace, spec.source, address=address, image=image)
-    group = ensure_operator_group(kube, namespace, mode)
-    ensure_subscription(kube, namespace, spec)
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        _create(kube, "/api/v1/namespaces", body, made)
+    ensure_catalog_source(kube, namespace, spec.source, address=address, image=image, made=made)
+    group = ensure_operator_group(kube, namespace, mode, made=made)
+    ensure_subscription(kube, namespace, spec, made=made)
     return group
 
 
 def label_selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in labels.items())
+
+
+def csv_names(kube: Any, namespace: str) -> set[str]:
+    """The CSVs in ``namespace`` now (what a failed install must not remove)."""
+    items = kube.get(_path(namespace, "clusterserviceversions")).get("items", [])
+    return {item["metadata"]["name"] for item in items}
+
+
+def remove_made(
+    kube: Any,
+    namespace: str,
+    package: str,
+    made: list[Made],
+    csvs_before: set[str],
+    describe: Callable[[BaseException], str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Undo what a failed install made: its Subscription (first, so OLM stops), the CSV
+    it brought (unless in ``csvs_before``) with what its InstallPlans created, then the
+    OperatorGroup, CatalogSource and namespace it created, newest first. Objects that
+    existed before are left alone. Returns (removed, not removed with the reason); an
+    object already gone counts as removed; ``describe`` words a failed request's reason."""
+    removed: list[str] = []
+    failed: list[str] = []
+    briefly = describe or _briefly
+
+    def delete(what: str, path: str) -> None:
+        try:
+            kube.delete(path)
+        except Exception as exc:
+            if not isinstance(exc, ApiException) or exc.status != 404:
+                failed.append(f"{what} ({briefly(exc)})")
+                return
+        removed.append(what)
+
+    subscription = next((m for m in made if m.kind == "Subscription"), None)
+    if subscription is not None:
+        csv_name, created = "", []
+        try:
+            status = (kube.get_or_none(subscription.path) or {}).get("status") or {}
+            csv_name = status.get("installedCSV") or status.get("currentCSV") or ""
+            created = _created_by(_plans_of(kube, namespace, package)) if csv_name else []
+        except Exception as exc:
+            failed.append(f"the CSV of {subscription} ({briefly(exc)})")
+        delete(str(subscription), subscription.path)
+        if csv_name and csv_name not in csvs_before:
+            path = _path(namespace, "clusterserviceversions", csv_name)
+            delete(f"ClusterServiceVersion {namespace}/{csv_name}", path)
+            try:
+                removed += _delete_created(kube, namespace, [csv_name], created)
+            except ApiException as exc:
+                if exc.status != 404:  # 404: an API not served, so nothing of it to remove
+                    failed.append(f"what the InstallPlans of {csv_name} created ({briefly(exc)})")
+            except Exception as exc:
+                failed.append(f"what the InstallPlans of {csv_name} created ({briefly(exc)})")
+    for item in reversed(made):
+        if item.kind != "Subscription":
+            delete(str(item), item.path)
+    return removed, failed
+
+
+def _briefly(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        return f"{exc.status} {exc.reason}"
+    return str(exc) or type(exc).__name__
 
 
 # -- following the install ---------------------------------------------------------------
@@ -195,13 +316,22 @@ class Progress:
     # OLM v0.18 reports resolution failures as Warning events on the Namespace object
     resolution_failed: str = ""
     resolution_failed_since: float | None = None
+    # the Subscription's CatalogSource (read until an InstallPlan exists) and since when
+    # it has been in TRANSIENT_FAILURE
+    catalog_source: JSON = field(default_factory=dict)
+    catalog_failing_since: float | None = None
+    # (pod, container) of the CSV's Deployments waiting on an image the registry does not
+    # have: since when, and the pull error seen
+    pulls_failing: dict[tuple[str, str], tuple[float, str]] = field(default_factory=dict)
 
     def line(self) -> str:
         sub = (self.subscription.get("status") or {}).get("state") or "resolving"
         plan = (self.install_plan.get("status") or {}).get("phase") or "-"
         csv = self.csv.get("metadata", {}).get("name", "-")
         phase = (self.csv.get("status") or {}).get("phase") or "-"
-        return f"subscription {sub}, install plan {plan}, {csv} {phase}"
+        catalog = _catalog_state(self.catalog_source) if not self.install_plan else ""
+        shown = f", catalog {catalog}" if catalog and catalog != "READY" else ""
+        return f"subscription {sub}, install plan {plan}, {csv} {phase}{shown}"
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
@@ -220,12 +350,18 @@ def follow(
     timeout: float = 300.0,
     on_change: Callable[[str], None] | None = None,
     poll: float = 0.5,
+    deadline: float | None = None,
 ) -> Progress:
     """Follow the Subscription until its CSV (``target_csv`` when given) is Succeeded,
     approving the InstallPlan that installs it when approval is Manual. Raises
-    :class:`InstallFailed` with OLM's own words when it fails or times out."""
+    :class:`InstallFailed` with OLM's own words when it fails or times out (after
+    ``timeout`` seconds, or at the ``time.monotonic()`` ``deadline`` when given), and
+    as soon as it cannot succeed: the CatalogSource unreachable (TRANSIENT_FAILURE for
+    :data:`CATALOG_GRACE` before any InstallPlan), the CSV's ``minKubeVersion`` above the
+    server's, an operator Pod whose image the registry does not have (for
+    :data:`PULL_GRACE`)."""
     progress = Progress()
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout if deadline is None else deadline
     last = ""
     while time.monotonic() < deadline:
         _refresh(kube, namespace, package, progress)
@@ -233,7 +369,7 @@ def follow(
         if on_change and line != last:
             on_change(line)
             last = line
-        failure = _failure(progress)
+        failure = _failure(progress, kube, namespace)
         if failure:
             raise InstallFailed(f"{package}: {failure}")
         _approve_if_wanted(kube, namespace, progress, target_csv)
@@ -262,8 +398,13 @@ def explain(kube: Any, namespace: str, progress: Progress) -> list[str]:
         events = []
     warnings = [e for e in events if e.get("type") == "Warning"]
     warnings.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-    lines += [f"{e.get('reason')}: {e.get('message')}" for e in warnings[-3:]]
-    return lines
+    latest: list[str] = []  # each message once (an event repeats), the latest last
+    for event in warnings:
+        said = f"{event.get('reason')}: {event.get('message')}"
+        if said in latest:
+            latest.remove(said)
+        latest.append(said)
+    return [*lines, *(said for said in latest[-3:] if said not in lines)]
 
 
 def _refresh(kube: Any, namespace: str, package: str, progress: Progress) -> None:
@@ -282,6 +423,109 @@ def _refresh(kube: Any, namespace: str, package: str, progress: Progress) -> Non
         if message and progress.resolution_failed_since is None:
             progress.resolution_failed_since = time.monotonic()
         progress.resolution_failed = message
+        _refresh_catalog(kube, progress)
+    if (progress.csv.get("status") or {}).get("phase") in DEPLOYING:
+        _refresh_pulls(kube, namespace, progress)
+
+
+def _refresh_catalog(kube: Any, progress: Progress) -> None:
+    spec = progress.subscription.get("spec") or {}
+    name, namespace = spec.get("source"), spec.get("sourceNamespace")
+    if not name or not namespace:
+        return
+    progress.catalog_source = kube.get_or_none(_path(namespace, "catalogsources", name)) or {}
+    if _catalog_state(progress.catalog_source) != "TRANSIENT_FAILURE":
+        progress.catalog_failing_since = None
+    elif progress.catalog_failing_since is None:
+        progress.catalog_failing_since = time.monotonic()
+
+
+def _catalog_state(source: JSON) -> str:
+    connection = (source.get("status") or {}).get("connectionState") or {}
+    return str(connection.get("lastObservedState") or "")
+
+
+def _refresh_pulls(kube: Any, namespace: str, progress: Progress) -> None:
+    """Note the operator's containers waiting on an image the registry does not have
+    (kubelet alternates ErrImagePull, whose message says why, and ImagePullBackOff)."""
+    install = (progress.csv.get("spec", {}).get("install") or {}).get("spec") or {}
+    waiting: dict[tuple[str, str], str] = {}
+    for deployment in install.get("deployments") or []:
+        labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels")
+        if not labels:
+            continue
+        pods = kube.get(
+            f"/api/v1/namespaces/{namespace}/pods", labelSelector=label_selector(labels)
+        ).get("items", [])
+        for pod in pods:
+            status = pod.get("status") or {}
+            for container in (status.get("initContainerStatuses") or []) + (
+                status.get("containerStatuses") or []
+            ):
+                state = (container.get("state") or {}).get("waiting") or {}
+                if state.get("reason") in PULL_WAITING:
+                    key = (pod["metadata"]["name"], str(container.get("name")))
+                    waiting[key] = str(state.get("message") or "")
+    now = time.monotonic()
+    for key in list(progress.pulls_failing):
+        if key not in waiting:
+            del progress.pulls_failing[key]
+    for key, message in waiting.items():
+        if key not in progress.pulls_failing and PERMANENT_PULL.search(message):
+            progress.pulls_failing[key] = (now, message)
+
+
+def _pull_failure(kube: Any, namespace: str, progress: Progress) -> str | None:
+    """The pull error of a container that has waited on a missing image for PULL_GRACE,
+    in the words of the Pod's latest Failed event (else its waiting message)."""
+    now = time.monotonic()
+    for (pod, container), (since, message) in sorted(progress.pulls_failing.items()):
+        if now - since < PULL_GRACE:
+            continue
+        selector = f"involvedObject.kind=Pod,involvedObject.name={pod},reason=Failed"
+        try:
+            events = kube.get(f"/api/v1/namespaces/{namespace}/events", fieldSelector=selector).get(
+                "items", []
+            )
+        except ApiException:
+            events = []
+        events = [e for e in events if PERMANENT_PULL.search(str(e.get("message") or ""))]
+        events.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+        said = str(events[-1].get("message")) if events else message
+        name = progress.csv.get("metadata", {}).get("name", "")
+        return f"{name} cannot start: pod {namespace}/{pod}, container {container}: {said}"
+    return None
+
+
+def _catalog_failure(progress: Progress) -> str | None:
+    since = progress.catalog_failing_since
+    if progress.install_plan or since is None or time.monotonic() - since < CATALOG_GRACE:
+        return None
+    source = progress.catalog_source
+    meta, spec = source.get("metadata") or {}, source.get("spec") or {}
+    status = source.get("status") or {}
+    address = (
+        (status.get("connectionState") or {}).get("address")
+        or spec.get("address")
+        or spec.get("image", "")
+    )
+    said = f" ({status['message']})" if status.get("message") else ""
+    return (
+        f"catalog source {meta.get('namespace')}/{meta.get('name')} is unreachable "
+        f"(TRANSIENT_FAILURE): {address}{said}"
+    )
+
+
+def _unmet_kube_version(csv: JSON) -> str | None:
+    """OLM's message when the CSV waits for a Kubernetes version above the server's
+    (RequirementsNotMet, the CSV's own requirement entry): that does not change."""
+    status = csv.get("status") or {}
+    if status.get("phase") != "Pending" or status.get("reason") != "RequirementsNotMet":
+        return None
+    for entry in status.get("requirementStatus") or []:
+        if entry.get("kind") == "ClusterServiceVersion" and entry.get("status") != "Present":
+            return str(entry.get("message") or "minKubeVersion is above the server's version")
+    return None
 
 
 def _namespace_resolution_failure(kube: Any, namespace: str) -> str:
@@ -297,7 +541,10 @@ def _namespace_resolution_failure(kube: Any, namespace: str) -> str:
     return str(events[-1].get("message") or "").strip().rstrip(",") if events else ""
 
 
-def _failure(progress: Progress) -> str | None:
+def _failure(progress: Progress, kube: Any = None, namespace: str = "") -> str | None:
+    catalog = _catalog_failure(progress)
+    if catalog:
+        return catalog
     resolution = _condition(progress.subscription, "ResolutionFailed")
     if resolution:
         return f"resolution failed: {resolution.get('message') or resolution.get('reason')}"
@@ -315,6 +562,11 @@ def _failure(progress: Progress) -> str | None:
     csv_status = progress.csv.get("status") or {}
     if csv_status.get("phase") == "Failed":
         return f"{progress.csv['metadata']['name']} failed: {csv_status.get('reason')}: {csv_status.get('message')}"
+    unmet = _unmet_kube_version(progress.csv)
+    if unmet:
+        return f"{progress.csv['metadata']['name']} cannot install: RequirementsNotMet: {unmet}"
+    if kube is not None and progress.pulls_failing:
+        return _pull_failure(kube, namespace, progress)
     return None
 
 
@@ -337,27 +589,138 @@ def _approve_if_wanted(kube: Any, namespace: str, progress: Progress, target_csv
     progress.approved.append(name)
 
 
+OWNER_KIND_CSV = "ClusterServiceVersion"
+# Cluster-scoped kinds an InstallPlan creates for a CSV with its owner labels (namespaced
+# ones are owned by the CSV and go with it)
+CLUSTER_SCOPED_OWNED = (
+    ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings"),
+    ("/apis/rbac.authorization.k8s.io/v1", "clusterroles"),
+    ("/apis/scheduling.k8s.io/v1", "priorityclasses"),
+)
+
+
+def _plans_of(kube: Any, namespace: str, package: str) -> list[JSON]:
+    """The InstallPlans of the Subscription ``package`` (they name it as an owner)."""
+    return [
+        plan
+        for plan in kube.get(_path(namespace, "installplans")).get("items", [])
+        if package in {r.get("name") for r in plan["metadata"].get("ownerReferences") or []}
+    ]
+
+
+def _created_by(plans: list[JSON]) -> list[JSON]:
+    """The objects the InstallPlans made, but CSVs, CRDs and Subscriptions, as small dicts
+    (api path, kind, name, and for a step ``Present`` the plan's creation time): OLM marks
+    a step it created ``Created``, and ``Present`` when a retry of the plan finds it, so a
+    ``Present`` object counts only if it is not older than the plan."""
+    created = []
+    for plan in plans:
+        for step in (plan.get("status") or {}).get("plan") or []:
+            resource = step.get("resource") or {}
+            if step.get("status") not in ("Created", "Present") or resource.get("kind") in (
+                OWNER_KIND_CSV,
+                "CustomResourceDefinition",
+                "Subscription",
+            ):
+                continue
+            group, version = resource.get("group", ""), resource.get("version", "")
+            api = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            since = (
+                plan["metadata"].get("creationTimestamp", "") if step["status"] == "Present" else ""
+            )
+            created.append(
+                {
+                    "api": api,
+                    "kind": resource.get("kind"),
+                    "name": resource.get("name"),
+                    "since": since,
+                }
+            )
+    return created
+
+
+def _rest_path(kube: Any, api: str, kind: str, namespace: str, name: str) -> str | None:
+    try:
+        listing = kube.get(api)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    for resource in listing.get("resources", []):
+        if resource.get("kind") == kind and "/" not in resource.get("name", ""):
+            scope = f"/namespaces/{namespace}" if resource.get("namespaced") else ""
+            return f"{api}{scope}/{resource['name']}/{name}"
+    return None
+
+
+def _delete_quietly(kube: Any, where: str) -> bool:
+    """Delete ``where``; False when it was gone already (GC or OLM was faster)."""
+    try:
+        kube.delete(where)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        return False
+    return True
+
+
+def _delete_created(
+    kube: Any, namespace: str, csv_names: list[str], created: list[JSON]
+) -> list[str]:
+    """Everything the install created that deleting the CSV does not take by itself: what
+    its plans created, and cluster-scoped objects with its owner labels."""
+    removed = []
+    for item in created:
+        where = _rest_path(kube, item["api"], item["kind"], namespace, item["name"])
+        found = kube.get_or_none(where) if where is not None else None
+        if found is None:
+            continue
+        # RFC 3339 times in UTC compare as text
+        if found["metadata"].get("creationTimestamp", "") < item.get("since", ""):
+            continue  # there before the plan: not the install's to remove
+        if _delete_quietly(kube, where):
+            removed.append(f"{item['kind']} {item['name']}")
+    for csv_name in csv_names:
+        owner = {"olm.owner": csv_name, "olm.owner.namespace": namespace}
+        selector = label_selector({**owner, "olm.owner.kind": OWNER_KIND_CSV})
+        for base, plural in CLUSTER_SCOPED_OWNED:
+            for found in kube.get(f"{base}/{plural}", labelSelector=selector).get("items", []):
+                name = found["metadata"]["name"]
+                if _delete_quietly(kube, f"{base}/{plural}/{name}"):
+                    removed.append(f"{found.get('kind', plural)} {name}")
+    return removed
+
+
 def uninstall(kube: Any, namespace: str, package: str, *, delete_crds: bool = False) -> list[str]:
     """Delete the Subscription and its CSV (and with ``delete_crds`` the CRDs the CSV
-    owns), then the CatalogSource/OperatorGroup ``install`` created; what went."""
+    owns), what its InstallPlans created, then the CatalogSource/OperatorGroup ``install``
+    created; what went."""
     removed: list[str] = []
     sub = kube.get_or_none(_path(namespace, "subscriptions", package))
-    csv_name = ((sub or {}).get("status") or {}).get("installedCSV") or (
-        (sub or {}).get("status") or {}
-    ).get("currentCSV")
+    plans = _plans_of(kube, namespace, package) if sub is not None else []
+    status = (sub or {}).get("status") or {}
+    # the Subscription's CSVs, and those its plans name (a failed plan's CSV may be the
+    # only one: OLM does not always record it as currentCSV)
+    csv_names = {status.get("installedCSV"), status.get("currentCSV")}
+    csv_names |= {
+        n for p in plans for n in (p.get("spec") or {}).get("clusterServiceVersionNames") or []
+    }
+    csv_names = sorted(n for n in csv_names if n)
     owned: list[str] = []
-    if csv_name:
+    for csv_name in csv_names:
         csv = kube.get_or_none(_path(namespace, "clusterserviceversions", csv_name)) or {}
-        owned = [
+        owned += [
             c["name"]
             for c in (csv.get("spec", {}).get("customresourcedefinitions") or {}).get("owned") or []
         ]
     if sub is not None:
         kube.delete(_path(namespace, "subscriptions", package))
         removed.append(f"Subscription {namespace}/{package}")
-    if csv_name and kube.get_or_none(_path(namespace, "clusterserviceversions", csv_name)):
-        kube.delete(_path(namespace, "clusterserviceversions", csv_name))
-        removed.append(f"ClusterServiceVersion {namespace}/{csv_name}")
+    for csv_name in csv_names:
+        where = _path(namespace, "clusterserviceversions", csv_name)
+        if kube.get_or_none(where) and _delete_quietly(kube, where):
+            removed.append(f"ClusterServiceVersion {namespace}/{csv_name}")
+    removed += _delete_created(kube, namespace, csv_names, _created_by(plans))
     if delete_crds:
         for crd in sorted(set(owned)):
             path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"

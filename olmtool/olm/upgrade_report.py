@@ -50,6 +50,15 @@ class UpgradeReport:
         path = next((p for p in self.plan.paths if p.bundle == start), None)
         return list(path.hops) if path else []
 
+    def version_of(self, csv: str) -> str:
+        """The short name the summary table shows for a CSV: its version as the channel
+        has it, else the name without ``<package>.v``, else the whole name."""
+        path = next((p for p in self.plan.paths if p.bundle == csv), None)
+        if path is not None and path.version:
+            return path.version
+        prefix = f"{self.package}.v"
+        return csv[len(prefix) :] if csv.startswith(prefix) and csv != prefix else csv
+
     def matches_plan(self, run: UpgradeRun) -> bool:
         """Whether OLM took the hops the static plan predicts (only for passed runs)."""
         return run.passed and [h.to_csv for h in run.hops] == self.expected_hops(run.start)
@@ -141,6 +150,7 @@ def _testcase(report: UpgradeReport, run: UpgradeRun) -> ET.Element:
         ("install.seconds", f"{run.install_seconds:.2f}"),
         ("reached", run.reached),
         ("expected.hops", " -> ".join(report.expected_hops(run.start)) or "-"),
+        ("examples", run.examples),
     ]
     for number, hop in enumerate(run.hops, 1):
         values += [

@@ -3,6 +3,13 @@
 the channel head, checking at each hop that the CSV succeeded, the custom resources are
 ready again and the probe's data is intact.
 
+Each example is created at its kind's scope, as the cluster's discovery reports it
+(``/apis/<group>/<version>``: the resource's plural and ``namespaced``): a namespaced kind
+in the run's namespace, a cluster-scoped one at the cluster level, where clean-up
+deletes it too (the namespace's deletion would not). ``examples`` picks how far they go:
+``ready`` (each must report Ready, after the install and after every hop), ``create``
+(created, never waited for) or ``none`` (not created).
+
 Runs against any cluster with OLM (real OLM, or olmtool's engine once it runs): only the
 ``operators.coreos.com`` API and the operator's own resources are used.
 
@@ -39,6 +46,9 @@ from olmtool.olm.subscribe import (
 JSON = dict[str, Any]
 OPERATORS = "/apis/operators.coreos.com/v1alpha1"
 READY_PHASES = ("Running", "Ready", "Succeeded", "Available", "Healthy")
+# what a run does with the CSV's alm-examples: create them and wait until each is Ready
+# (after the install and after every hop), only create them, or leave them out
+EXAMPLES = ("ready", "create", "none")
 
 
 class Probe(Protocol):
@@ -76,8 +86,10 @@ class UpgradeRun:
     failure: str | None = None
     channel: str = ""
     namespace: str = ""
-    # API paths of the examples the run created (deleted first when cleaning up)
+    # API paths of the examples the run created (deleted first when cleaning up), each
+    # at its kind's scope (a cluster-scoped one outside the namespace)
     created: list[str] = field(default_factory=list)
+    examples: str = "ready"  # one of EXAMPLES
 
     @property
     def passed(self) -> bool:
@@ -94,6 +106,7 @@ class UpgradeRun:
             "installSeconds": round(self.install_seconds, 2),
             "hops": [h.as_dict() for h in self.hops],
             "failure": self.failure,
+            "examples": self.examples,
         }
 
 
@@ -106,12 +119,37 @@ def _examples(csv: JSON) -> list[JSON]:
     return [e for e in examples if isinstance(e, dict)]
 
 
-def _plural_path(csv: JSON, example: JSON, namespace: str) -> str:
-    group, _, version = example["apiVersion"].rpartition("/")
-    owned = (csv.get("spec", {}).get("customresourcedefinitions") or {}).get("owned") or []
-    crd = next(o for o in owned if o.get("kind") == example["kind"])
-    plural = crd["name"].split(".", 1)[0]
-    return f"/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+def _group_path(api_version: str) -> str:
+    """The discovery path of ``apiVersion``: ``/apis/<group>/<version>`` (``/api/v1``)."""
+    group, _, version = api_version.rpartition("/")
+    return f"/apis/{group}/{version}" if group else f"/api/{version}"
+
+
+def _collection_path(
+    kube: Any, example: JSON, namespace: str, discovered: dict[str, JSON | None]
+) -> tuple[str, bool]:
+    """Where objects of the example's kind are created, and whether the kind is
+    namespaced: the resource's plural and scope as the cluster's discovery reports them
+    (``discovered`` caches each group version's resource list)."""
+    api_version, kind = str(example.get("apiVersion") or ""), str(example.get("kind") or "")
+    name = (example.get("metadata") or {}).get("name") or "?"
+    if not api_version or not kind:
+        raise InstallFailed(f"alm-example {name} has no apiVersion or kind")
+    base = _group_path(api_version)
+    if base not in discovered:
+        discovered[base] = kube.get_or_none(base)
+    resources = (discovered[base] or {}).get("resources") or []
+    found = next(
+        (r for r in resources if r.get("kind") == kind and "/" not in str(r.get("name", ""))),
+        None,
+    )
+    if found is None:
+        raise InstallFailed(
+            f"alm-example {kind} {name}: the cluster serves no kind {kind} in {api_version}"
+        )
+    if found.get("namespaced", True):
+        return f"{base}/namespaces/{namespace}/{found['name']}", True
+    return f"{base}/{found['name']}", False
 
 
 def _ready(obj: JSON) -> bool:
@@ -155,15 +193,21 @@ def run_upgrade(
     channel: str = "",
     probe: Probe | None = None,
     timeout: float = 300.0,
+    examples: str = "ready",
     on_change: Callable[[str], None] | None = None,
 ) -> UpgradeRun:
     """Install ``start_csv`` (Manual approval) and upgrade hop by hop to ``head_csv``.
 
     The catalog is a registry address (``catalog_address``) or an image
     (``catalog_image``); the channel defaults to the package's default channel, read
-    from the registry (an image catalog needs ``channel``: see the module's doc)."""
+    from the registry (an image catalog needs ``channel``: see the module's doc).
+    ``examples`` is one of :data:`EXAMPLES` (see the module's doc)."""
+    if examples not in EXAMPLES:
+        raise ValueError(f"examples={examples!r}: not one of {', '.join(EXAMPLES)}")
     say = on_change or (lambda _line: None)
-    run = UpgradeRun(package, start_csv, start_csv, channel=channel, namespace=namespace)
+    run = UpgradeRun(
+        package, start_csv, start_csv, channel=channel, namespace=namespace, examples=examples
+    )
     if not channel:
         if not catalog_address:
             run.failure = "an image catalog needs the channel named (OLM v0 upgrades need it)"
@@ -182,10 +226,18 @@ def run_upgrade(
             kube, namespace, package, target_csv=start_csv, timeout=timeout, on_change=say
         )
         _wait(lambda: _deployments_ready(kube, followed.csv, namespace), timeout, "the Deployments")
-        resources = _create_examples(kube, followed.csv, namespace, timeout, run.created)
+        resources: list[JSON] = []
+        if examples != "none":
+            resources = _create_examples(
+                kube, followed.csv, namespace, timeout, run.created, wait=examples == "ready"
+            )
         _probe(probe, "write", kube, namespace, resources)
         run.install_seconds = time.monotonic() - started
-        say(f"{start_csv} installed, {len(resources)} example(s) ready")
+        if examples == "none":
+            say(f"{start_csv} installed (examples not created)")
+        else:
+            done = "ready" if examples == "ready" else "created"
+            say(f"{start_csv} installed, {len(resources)} example(s) {done}")
         while run.reached != head_csv:
             run.hops.append(_hop(kube, run, namespace, resources, probe, timeout, say))
             run.reached = run.hops[-1].to_csv
@@ -221,11 +273,12 @@ def _hop(
         kube, namespace, run.package, target_csv=target, timeout=timeout, on_change=say
     )
     _wait(lambda: _deployments_ready(kube, followed.csv, namespace), timeout, "the Deployments")
-    _wait(
-        lambda: all(_ready(kube.get(r["_path"])) for r in resources),
-        timeout,
-        "the examples to be ready again",
-    )
+    if run.examples == "ready":
+        _wait(
+            lambda: all(_ready(kube.get(r["_path"])) for r in resources),
+            timeout,
+            "the examples to be ready again",
+        )
     _probe(probe, "check", kube, namespace, resources)
     return Hop(run.reached, target, time.monotonic() - started, offered)
 
@@ -297,18 +350,26 @@ def _plan_failure(plan: dict[str, Any]) -> str:
 
 
 def _create_examples(
-    kube: Any, csv: JSON, namespace: str, timeout: float, created: list[str]
+    kube: Any, csv: JSON, namespace: str, timeout: float, created: list[str], *, wait: bool = True
 ) -> list[JSON]:
+    """Create the CSV's alm-examples, each at its kind's scope (an existing one is left
+    alone, and not recorded in ``created``); with ``wait``, until each is Ready."""
     resources = []
+    discovered: dict[str, JSON | None] = {}
     for example in _examples(csv):
-        path = _plural_path(csv, example, namespace)
-        body = {**example, "metadata": {**example.get("metadata", {}), "namespace": namespace}}
-        item = f"{path}/{body['metadata']['name']}"
+        path, namespaced = _collection_path(kube, example, namespace, discovered)
+        metadata = {k: v for k, v in (example.get("metadata") or {}).items() if k != "namespace"}
+        if namespaced:
+            metadata["namespace"] = namespace
+        if not metadata.get("name"):
+            raise InstallFailed(f"alm-example {example['kind']} has no metadata.name")
+        body = {**example, "metadata": metadata}
+        item = f"{path}/{metadata['name']}"
         if kube.get_or_none(item) is None:
             kube.create(path, body)
             created.append(item)
         resources.append({**body, "_path": item})
-    for resource in resources:
+    for resource in resources if wait else ():
         _wait(
             lambda r=resource: _ready(kube.get(r["_path"])),
             timeout,
@@ -318,8 +379,10 @@ def _create_examples(
 
 
 def clean_up(kube: Any, run: UpgradeRun, timeout: float = 120.0) -> bool:
-    """Delete the run's examples, waiting (up to ``timeout``) while the operator still
-    runs to process their finalizers, then its namespace; whether the examples went."""
+    """Delete the run's examples (each at the path, and so the scope, it was created
+    at: a cluster-scoped one is not deleted with the namespace), waiting (up to
+    ``timeout``) while the operator still runs to process their finalizers, then its
+    namespace; whether the examples went."""
     for path in run.created:
         with contextlib.suppress(ApiException):
             kube.delete(path)

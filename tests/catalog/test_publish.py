@@ -115,6 +115,51 @@ def test_check_reports_drift_with_a_diff(tmp_path: Path) -> None:
     assert "defaultChannel: x" in catalog.read_text(), "check must not write"
 
 
+def test_output_dir_writes_and_checks_a_variant_beside_the_configured_catalog(
+    tmp_path: Path,
+) -> None:
+    project = _project(tmp_path)
+    assert not _publish(project).failed
+    configured = read_tree(project / "catalog")
+    # a Dockerfile configured for the catalog: the variant's must not overwrite it
+    config = project / "olmtool.yaml"
+    config.write_text(config.read_text() + "  dockerfile: build/catalog.Dockerfile\n")
+    assert not _publish(project).failed
+    dockerfile_before = (project / "build/catalog.Dockerfile").read_text()
+    variant = tmp_path / "out" / "inline"
+
+    assert _publish(project, check=True, output_dir=variant).failed  # nothing there yet
+    assert not variant.exists(), "check must not write"
+    written = _publish(project, output_dir=variant)
+    assert not written.failed and written.publish.stale
+    assert written.publish.root == variant
+    assert read_tree(variant) == configured
+    beside = tmp_path / "out" / "inline.Dockerfile"
+    assert written.publish.dockerfile == beside
+    assert beside.read_text() == dockerfile("inline", "quay.io/operator-framework/opm:latest")
+    assert (project / "build/catalog.Dockerfile").read_text() == dockerfile_before
+
+    again = _publish(project, check=True, output_dir=variant)
+    assert not again.failed, again.as_dict()
+    catalog = variant / "etcd-operator/catalog.yaml"
+    catalog.write_text(catalog.read_text().replace("defaultChannel: stable", "defaultChannel: x"))
+    drift = _publish(project, check=True, output_dir=variant)
+    assert drift.failed
+    assert drift.as_dict()["packages"]["etcd-operator"]["modified"] == ["catalog.yaml"]
+    assert not _publish(project, check=True).failed  # the configured catalog is untouched
+    assert read_tree(project / "catalog") == configured
+
+
+def test_output_dir_that_is_a_file_is_refused_naming_the_flag(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (tmp_path / "taken").write_text("")
+    with pytest.raises(ArgumentError) as refused:
+        _publish(project, output_dir=tmp_path / "taken")
+    assert refused.value.argument == "output_dir"
+    assert error_line(refused.value).startswith("--output-dir ")
+    assert "is not a directory" in str(refused.value)
+
+
 def test_channels_come_from_annotations_and_csv_upgrade_fields(tmp_path: Path) -> None:
     project = _project(tmp_path, fmt="json")
     assert not _publish(project).failed
@@ -315,6 +360,25 @@ def test_publish_command_exit_codes_and_output(here: Path) -> None:
     assert cli("catalog", "publish", "-o", "xml").returncode == 2
     no_image = cli("catalog", "publish", "--push")
     assert no_image.returncode == 2 and "--push needs --image" in (no_image.error or "")
+
+
+def test_publish_command_output_dir(here: Path) -> None:
+    written = cli("catalog", "publish", "--output-dir", "build/variant", "-o", "json")
+    assert written.returncode == 0, written.exception
+    data = json.loads(written.stdout)
+    assert (data["catalog"], data["dockerfile"]) == ("build/variant", "build/variant.Dockerfile")
+    assert (here / "build/variant/etcd-operator/catalog.yaml").is_file()
+    assert "ADD variant /configs" in (here / "build/variant.Dockerfile").read_text()
+    assert not (here / "catalog").exists() and not (here / "catalog.Dockerfile").exists()
+    checked = cli("catalog", "publish", "-d", "build/variant", "--check")
+    assert checked.returncode == 0, checked.stdout
+    assert "build/variant.Dockerfile: up to date" in checked.stdout
+    stale = cli("catalog", "publish", "--check")  # the configured catalog: never written
+    assert stale.returncode == 1
+    (here / "build/variant.Dockerfile").write_text("FROM scratch\n")
+    drift = cli("catalog", "publish", "-d", "build/variant", "--check")
+    assert drift.returncode == 1
+    assert "run olmtool catalog publish -d build/variant to update it" in drift.stdout
 
 
 def test_add_command_exit_codes_and_output(here: Path) -> None:

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from olmtool.actions import catalog_publish
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.model import build_model
 from olmtool.catalog.validate import validate_catalog
+from olmtool.errors import InputError
 
 from .opm_peer import ImageServer, opm, requires_opm
 from .render_fixtures import write_release
@@ -195,6 +197,78 @@ def test_a_replaces_naming_no_bundle_is_still_refused(tmp_path: Path) -> None:
     project = _project(tmp_path, {"1.0.0": {}, "2.0.0": {"replaces": f"{PACKAGE}.v0.9.0"}})
     with pytest.raises(InputError, match="multiple channel heads"):
         catalog_publish(config=project / "olmtool.yaml")
+
+
+# --- a skipRange that strands a release: publishing adds no edge no CSV declares --------
+
+
+def _edit_csv(release: Path, change: Any) -> None:
+    path = release / "manifests" / f"{PACKAGE}.clusterserviceversion.yaml"
+    csv = yaml.safe_load(path.read_text())
+    change(csv)
+    path.write_text(yaml.safe_dump(csv))
+
+
+def _skip_range(text: str) -> Any:
+    return lambda csv: csv["metadata"].setdefault("annotations", {}).update({"olm.skipRange": text})
+
+
+@pytest.mark.parametrize(
+    ("skip_range", "because"),
+    [
+        (">=1.0.0 <1.1.0", "no newer bundle's olm.skipRange contains it either"),
+        (
+            ">=1.0.0 <2.0.0",
+            f"an olm.skipRange of {PACKAGE}.v2.0.0 contains it, but opm counts only replaces "
+            "and skips as edges",
+        ),
+    ],
+)
+def test_a_stranded_release_is_refused_with_the_csv_to_fix_and_no_skips_is_made_up(
+    tmp_path: Path, skip_range: str, because: str
+) -> None:
+    # 1.1.0 replaces 1.0.0; so does 2.0.0, skipping 1.1.0 in no CSV: 1.1.0 is stranded.
+    # publish once wrote `skips: [1.1.0]` into 2.0.0's entry itself, and only warned.
+    project = _project(
+        tmp_path,
+        {
+            "1.0.0": {},
+            "1.1.0": {"replaces": f"{PACKAGE}.v1.0.0"},
+            "2.0.0": {"replaces": f"{PACKAGE}.v1.0.0"},
+        },
+    )
+    _edit_csv(project / "bundles" / "2.0.0", _skip_range(skip_range))
+    with pytest.raises(InputError) as refused:
+        catalog_publish(config=project / "olmtool.yaml")
+    message = str(refused.value)
+    assert "would be invalid, nothing written" in message
+    assert f"{PACKAGE}.v1.1.0 is stranded (unreachable)" in message
+    assert because in message
+    assert f"list {PACKAGE}.v1.1.0 in spec.skips of {PACKAGE}.v2.0.0's CSV" in message
+    assert not (project / "catalog").exists()
+
+    # the user fixes the CSV: exactly its edges are published, with no warning
+    _edit_csv(
+        project / "bundles" / "2.0.0",
+        lambda csv: csv["spec"].update({"skips": [f"{PACKAGE}.v1.1.0"]}),
+    )
+    config, warnings = _published(project)
+    assert warnings == []
+    edges = {e.name: (e.replaces, e.skips) for e in config.channels[0].entries}
+    assert edges[f"{PACKAGE}.v2.0.0"] == (f"{PACKAGE}.v1.0.0", [f"{PACKAGE}.v1.1.0"])
+
+
+def test_catalog_add_makes_up_no_skips_either(tmp_path: Path) -> None:
+    from olmtool.actions import catalog_add
+
+    project = _project(tmp_path, {"1.0.0": {}, "1.1.0": {"replaces": f"{PACKAGE}.v1.0.0"}})
+    _published(project)
+    before = (project / "catalog" / PACKAGE / "catalog.json").read_text()
+    release = write_release(tmp_path / "later", "2.0.0", replaces=f"{PACKAGE}.v1.0.0")
+    with pytest.raises(InputError) as refused:
+        catalog_add(release, catalog=project / "catalog", image="r.example/b:2.0.0")
+    assert f"{PACKAGE}.v1.1.0 is stranded (unreachable)" in str(refused.value)
+    assert (project / "catalog" / PACKAGE / "catalog.json").read_text() == before
 
 
 def test_default_channel_falls_back_to_the_newest_bundle_declaring_one(tmp_path: Path) -> None:

@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import stat
 from pathlib import Path
 
 import bcrypt
+import httpx
 import pytest
 
+from olmtool.cluster.local import _start_time
 from olmtool.cluster.registryauth import (
     RegistryLogin,
+    cluster_login,
     cluster_registry_credentials,
     docker_config,
     ensure_registry_auth,
     read_login,
     registry_addresses,
 )
-from olmtool.images.distribution import Credentials, default_credentials
+from olmtool.images.distribution import (
+    Credentials,
+    RegistryClient,
+    RegistryError,
+    default_credentials,
+)
+from olmtool.images.reference import parse_reference
 
 
 def _mode(path: Path) -> int:
@@ -68,11 +78,25 @@ def test_a_random_login_is_made_once_and_kept(tmp_path: Path) -> None:
     assert ensure_registry_auth(tmp_path, "127.0.0.1:5001").login != login
 
 
-def _cluster(root: Path, name: str, registry: str | None) -> RegistryLogin:
-    state = root / name
-    state.mkdir(parents=True)
-    (state / "cluster.json").write_text(json.dumps({"name": name, "registry": registry}))
-    return ensure_registry_auth(state, registry or "127.0.0.1:1").login
+def _registry_process(state: str) -> dict[str, object]:
+    """cluster.json's record of the registry: this test's own process when "running";
+    none after ``down`` ("stopped"); a pid whose start time differs when it "died"."""
+    pid = os.getpid()
+    started = _start_time(pid)
+    assert started is not None
+    if state == "running":
+        return {"registry": {"pid": pid, "started": started}}
+    if state == "died":  # a crash or reboot: the record stays, the process is gone
+        return {"registry": {"pid": pid, "started": started + 1}}
+    return {}
+
+
+def _cluster(root: Path, name: str, registry: str | None, state: str = "running") -> RegistryLogin:
+    folder = root / name
+    folder.mkdir(parents=True)
+    record = {"name": name, "registry": registry, "components": _registry_process(state)}
+    (folder / "cluster.json").write_text(json.dumps(record))
+    return ensure_registry_auth(folder, registry or "127.0.0.1:1").login
 
 
 def test_clients_find_the_login_of_the_cluster_whose_registry_it_is(
@@ -98,9 +122,77 @@ def test_clients_find_the_login_of_the_cluster_whose_registry_it_is(
     )
     assert default_credentials("quay.io", "op/bundle") is None
     user_config = tmp_path / "user.json"
-    user_config.write_text(json.dumps({"auths": {"127.0.0.1:41234": {"auth": "dTpw"}}}))
+    auths = {"127.0.0.1:41234": {"auth": "dTpw"}, "127.0.0.1:5001": {"auth": "dTpw"}}
+    user_config.write_text(json.dumps({"auths": auths}))
     monkeypatch.setenv("REGISTRY_AUTH_FILE", str(user_config))
-    assert default_credentials("127.0.0.1:41234") == Credentials("u", "p")  # the user's wins
+    # the running cluster's htpasswd holds only its own login: it wins for its address
+    assert default_credentials("127.0.0.1:41234") == Credentials(b.username, b.password)
+    found = default_credentials("127.0.0.1:5001")  # no cluster serves it: the user's
+    assert found == Credentials("u", "p")
+    assert (
+        found is not None and found.source == f"login from {user_config} (auths['127.0.0.1:5001'])"
+    )
+
+
+def test_the_running_clusters_login_wins_over_a_stopped_one_on_the_same_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "a" stopped without --delete (its state keeps 127.0.0.1:5000), "c" died without
+    # `down`; "olmtool", the new default cluster, runs its registry on the same port.
+    # "a" and "c" sort first: the look-up must not take the first folder it reads.
+    stopped = _cluster(tmp_path, "a", "127.0.0.1:5000", state="stopped")
+    died = _cluster(tmp_path, "c", "127.0.0.1:5000", state="died")
+    running = _cluster(tmp_path, "olmtool", "127.0.0.1:5000")
+    assert len({stopped, died, running}) == 3  # each made a random login of its own
+    found = cluster_login("127.0.0.1:5000", tmp_path)
+    assert found is not None
+    assert (found.cluster, found.login) == ("olmtool", running)
+    assert found.docker_config == tmp_path / "olmtool" / "docker" / "config.json"
+    assert cluster_registry_credentials("localhost:5000", tmp_path) == running
+
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
+    # even a user's docker config holding the stopped cluster's login (its file, as
+    # `cluster status` once suggested exporting) yields to the running cluster's
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(tmp_path / "a" / "docker" / "config.json"))
+    credentials = default_credentials("127.0.0.1:5000", "olmtool/etcd-operator")
+    assert credentials == Credentials(running.username, running.password)
+    assert credentials is not None
+    assert credentials.source == (
+        f"login of local cluster 'olmtool' from {tmp_path / 'olmtool' / 'docker' / 'config.json'}"
+    )
+
+
+def test_no_running_cluster_no_cluster_login(tmp_path: Path) -> None:
+    _cluster(tmp_path, "a", "127.0.0.1:5000", state="stopped")
+    _cluster(tmp_path, "c", "127.0.0.1:5000", state="died")
+    assert cluster_login("127.0.0.1:5000", tmp_path) is None
+    assert cluster_registry_credentials("127.0.0.1:5000", tmp_path) is None
+
+
+def _unauthorized(request: httpx.Request) -> httpx.Response:
+    body = {"errors": [{"code": "UNAUTHORIZED", "message": "authentication required"}]}
+    headers = {"WWW-Authenticate": 'Basic realm="basic-realm"'}
+    return httpx.Response(401, json=body, headers=headers)
+
+
+def test_a_401_names_the_login_sent_and_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _cluster(tmp_path, "a", "127.0.0.1:5000", state="stopped")
+    running = _cluster(tmp_path, "olmtool", "127.0.0.1:5000")
+    monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path))
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(tmp_path / "no-such-config.json"))
+    ref = parse_reference("127.0.0.1:5000/olmtool/etcd-operator:0.3.0")
+    transport = httpx.MockTransport(_unauthorized)
+    with RegistryClient(ref, "push", transport=transport) as client:
+        assert client.credentials == Credentials(running.username, running.password)
+        with pytest.raises(RegistryError) as caught:
+            client.ping()
+    config = tmp_path / "olmtool" / "docker" / "config.json"
+    assert str(caught.value) == (
+        f"push {ref} refused: 401 UNAUTHORIZED: authentication required (user 'olmtool', "
+        f"login of local cluster 'olmtool' from {config})"
+    )
 
 
 def test_clusters_this_process_started_elsewhere_are_found(

@@ -240,6 +240,7 @@ def test_bearer_token_server_refusal_is_one_line() -> None:
         pull(REF, auth=Credentials("alice", "wrong"), transport=_transport(fake))
     assert str(caught.value) == (
         f"pull {REF} refused: token server said 401 UNAUTHORIZED: bad credentials"
+        " (user 'alice', login given as the auth argument)"
     )
 
 
@@ -252,7 +253,9 @@ def test_basic_auth() -> None:
 def test_basic_auth_wrong_password_tries_once(tmp_path: Path) -> None:
     fake = FakeRegistry("basic")
     with pytest.raises(
-        RegistryError, match=r"^push .* refused: 401 UNAUTHORIZED: authentication required$"
+        RegistryError,
+        match=r"^push .* refused: 401 UNAUTHORIZED: authentication required"
+        r" \(user 'alice', login given as the auth argument\)$",
     ):
         push(IMAGE, REF, auth=Credentials("alice", "nope"), transport=_transport(fake))
     assert len(fake.log) == 2
@@ -275,6 +278,21 @@ def test_credentials_from_the_auth_file(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth_file))
     fake = FakeRegistry("basic")
     assert push(IMAGE, REF, transport=_transport(fake)) == IMAGE.digest
+
+
+def test_a_refused_login_from_the_auth_file_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    auth_file = tmp_path / "auth.json"
+    encoded = base64.b64encode(b"alice:stale").decode()
+    auth_file.write_text(json.dumps({"auths": {"fake.example": {"auth": encoded}}}))
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(auth_file))
+    with pytest.raises(RegistryError) as caught:
+        push(IMAGE, REF, transport=_transport(FakeRegistry("basic")))
+    assert str(caught.value) == (
+        f"push {REF} refused: 401 UNAUTHORIZED: authentication required"
+        f" (user 'alice', login from {auth_file} (auths['fake.example']))"
+    )
 
 
 # -- docker config files ----------------------------------------------------------------

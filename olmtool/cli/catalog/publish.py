@@ -32,6 +32,13 @@ def publish_command(
         help="Publish bundle directories of a package without image: as image '' "
         "(OLM v0 installs them from their objects; OLM v1 cannot).",
     ),
+    output_dir: Path | None = typer.Option(
+        None,
+        "--output-dir",
+        "-d",
+        help="Write (or --check) the catalog in this directory instead of catalog.output; "
+        "its Dockerfile goes beside it, DIR.Dockerfile.",
+    ),
     output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Write catalog/<package>/ from the catalog section of olmtool.yaml.
@@ -49,6 +56,8 @@ def publish_command(
       olmtool catalog publish --check        # in CI: fail if catalog/ is stale
 
       olmtool catalog publish --image 127.0.0.1:5000/olmtool/etcd-catalog:latest --push
+
+      olmtool catalog publish --allow-empty-image -d build/catalog-inline   # a variant
     """
     target = out.image_target(image, layout, push_image)
     result = out.with_progress(
@@ -58,8 +67,9 @@ def publish_command(
         check=check,
         image=target,
         allow_empty_image=allow_empty_image,
+        output_dir=output_dir,
     )
-    out.emit(result.as_dict(), output, lambda: _print_publish(result))
+    out.emit(result.as_dict(), output, lambda: _print_publish(result, output_dir))
     out.exit_if(result.failed)
 
 
@@ -69,7 +79,7 @@ def _state(stale: bool, check: bool) -> str:
     return "written" if stale else "unchanged"
 
 
-def _print_publish(result: CatalogPublishResult) -> None:
+def _print_publish(result: CatalogPublishResult, output_dir: Path | None = None) -> None:
     published, check = result.publish, result.check
     out.print_findings(published.warnings)
     out.print_waived(published.waived)
@@ -81,7 +91,8 @@ def _print_publish(result: CatalogPublishResult) -> None:
         where = out.escape(display_path(published.dockerfile))
         out.stdout.print(f"{where}: {_state(published.dockerfile_stale, check)}")
     if check and published.stale:
-        out.stdout.print("run [bold]olmtool catalog publish[/] to update it")
+        again = f" -d {out.escape(str(output_dir))}" if output_dir else ""
+        out.stdout.print(f"run [bold]olmtool catalog publish{again}[/] to update it")
     out.print_saved_image(result.image, layout=False)
 
 

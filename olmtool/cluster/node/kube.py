@@ -12,16 +12,21 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import kubernetes
+import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
+
+from olmtool.errors import ClusterUnreachable
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +54,26 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 class Kube:
-    """JSON requests against the apiserver a kubeconfig names."""
+    """JSON requests against the apiserver a kubeconfig names.
 
-    def __init__(self, kubeconfig: Path, *, pool_size: int = 32) -> None:
+    ``outage_grace`` (seconds, 0: off) makes :meth:`request` ride out an apiserver
+    outage: a request that cannot reach the server (connection refused or lost, timed
+    out, 429/502/503/504) is sent again with back-off (0.5 s doubling, at most 5 s) until
+    it gets through or the outage has lasted ``outage_grace``, then
+    :class:`~olmtool.errors.ClusterUnreachable` is raised. ``on_outage`` gets a line when
+    an outage starts and when the server is back (a progress callback)."""
+
+    def __init__(
+        self,
+        kubeconfig: Path,
+        *,
+        pool_size: int = 32,
+        outage_grace: float = 0.0,
+        on_outage: Callable[[str], None] | None = None,
+    ) -> None:
         self.kubeconfig = Path(kubeconfig)
+        self.outage_grace = outage_grace
+        self.on_outage = on_outage
         configuration = kubernetes.client.Configuration()
         kubernetes.config.load_kube_config(
             config_file=str(kubeconfig), client_configuration=configuration
@@ -85,7 +106,74 @@ class Kube:
         content_type: str = "application/json",
         timeout: float = 30.0,
     ) -> JSON:
-        """Send one request; the answer as a dict. Raises ``ApiException`` on non-2xx."""
+        """Send one request; the answer as a dict. Raises ``ApiException`` on non-2xx
+        (with ``outage_grace``, see the class)."""
+        if self.outage_grace <= 0:
+            return self._send(method, path, query, body, content_type, timeout)
+        return self._through_outage(method, path, query, body, content_type, timeout)
+
+    def _through_outage(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float,
+    ) -> JSON:
+        started: float | None = None
+        delay = 0.5
+        while True:
+            try:
+                answer = self._send(method, path, query, body, content_type, timeout)
+            except Exception as exc:
+                problem = connection_problem(exc)
+                if problem is None or not problem.retry:
+                    if started is not None and method == "POST" and status_of(exc) == 409:
+                        # an earlier attempt was carried out before its connection broke
+                        meta = body.get("metadata") if isinstance(body, dict) else None
+                        name = (meta or {}).get("name")
+                        if name:
+                            return self._send("GET", f"{path}/{name}", None, None, "", timeout)
+                    raise
+                now_ = time.monotonic()
+                if started is None:
+                    started = now_
+                    self._say(
+                        f"apiserver {self.server} unreachable ({problem.text}); retrying for "
+                        f"up to {self.outage_grace:g} s"
+                    )
+                waited = now_ - started
+                if waited >= self.outage_grace:
+                    raise ClusterUnreachable(
+                        f"apiserver {self.server} unreachable for {waited:.0f} s "
+                        f"({problem.text}); gave up after retrying for {self.outage_grace:g} s",
+                        server=self.server,
+                    ) from None
+                time.sleep(min(delay, self.outage_grace - waited))
+                delay = min(delay * 2, 5.0)
+                continue
+            if started is not None:
+                self._say(
+                    f"apiserver {self.server} is back after {time.monotonic() - started:.0f} s"
+                )
+            return answer
+
+    def _say(self, line: str) -> None:
+        if self.on_outage is not None:
+            self.on_outage(line)
+        else:
+            log.warning("%s", line)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float,
+    ) -> JSON:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
@@ -134,6 +222,62 @@ class Kube:
 
 def status_of(exc: BaseException) -> int | None:
     return exc.status if isinstance(exc, ApiException) else None
+
+
+# answers of an apiserver that is starting, overloaded or behind a proxy whose backend is
+# away: worth sending again during an outage
+RETRY_STATUSES = (429, 502, 503, 504)
+
+
+@dataclass(frozen=True)
+class ConnectionProblem:
+    """Why a request did not reach the apiserver: ``text`` for a message (``connection
+    refused``), ``retry`` whether the same request may get through later (a certificate
+    the client rejects will not)."""
+
+    text: str
+    retry: bool = True
+
+
+def connection_problem(exc: BaseException) -> ConnectionProblem | None:
+    """The problem when ``exc`` (raised by a request) means the apiserver was not reached
+    or answered as a server in trouble does; None for an answer (and anything else)."""
+    if isinstance(exc, ApiException):
+        if exc.status in RETRY_STATUSES:
+            return ConnectionProblem(f"{exc.status} {exc.reason}")
+        if exc.status == 0 and str(exc.reason or "").startswith("SSLError"):
+            return _tls_problem(str(exc.reason).partition("\n")[2])
+        return None
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+        return connection_problem(exc.reason) or ConnectionProblem(_plain(exc.reason))
+    if isinstance(exc, urllib3.exceptions.SSLError):
+        return _tls_problem(str(exc.args[0] if exc.args else exc))
+    if isinstance(exc, urllib3.exceptions.NameResolutionError):
+        return ConnectionProblem(f"cannot resolve the host name ({_plain(exc)})")
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        return ConnectionProblem(_plain(exc).partition("new connection: ")[2] or _plain(exc))
+    if isinstance(exc, urllib3.exceptions.ConnectTimeoutError):
+        return ConnectionProblem("connection timed out")
+    if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+        return ConnectionProblem("no answer in time (read timed out)")
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return ConnectionProblem(f"connection lost ({_plain(exc)})")
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return ConnectionProblem(_plain(exc))
+    return None
+
+
+def _tls_problem(text: str) -> ConnectionProblem:
+    verify = "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text
+    return ConnectionProblem(f"TLS failed: {text.strip() or 'handshake'}", retry=not verify)
+
+
+def _plain(exc: BaseException) -> str:
+    """An exception's text without errno prefixes (``[Errno 111] Connection refused``)."""
+    text = str(exc.args[-1] if isinstance(exc, OSError) and exc.args else exc)
+    if isinstance(exc, urllib3.exceptions.ProtocolError) and len(exc.args) > 1:
+        text = f"{exc.args[0]}: {exc.args[1]}"
+    return re.sub(r"\[Errno -?\d+\] ", "", text).strip().rstrip(".")
 
 
 class PodApi:

@@ -101,7 +101,7 @@ def lock_requirements(
         pins = _pins(json.loads(report.read_text()))
     header = (
         f"# Locked from {source.name} for CPython {python} ({PLATFORM} wheels) by pip;\n"
-        "# regenerate with `olmtool image lock` (make lock). Do not edit.\n"
+        "# regenerate with `olmtool image lock`. Do not edit.\n"
     )
     body = "".join(
         f"{name}=={version} \\\n    --hash=sha256:{sha}\n" for name, version, sha in pins
