@@ -16,6 +16,9 @@ about a minute, is waited out once per engine.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from olmtool.olm.subscribe import InstallFailed, follow, uninstall
@@ -140,6 +143,14 @@ def test_the_plan_creates_only_what_olm_applies_and_uninstall_removes_it(world: 
     }
     unserved = Bundle("unserved-monitoring", "0.1.0", objects=[monitoring, service])
     unserved_ns = w.install([unserved])
+    # and as a user runs it: `olmtool install` exits 1 with OLM's reason
+    cli_ns = f"cli-{w.id}"
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "olmtool", "install", unserved.package, "--catalog",
+         w.serve([unserved]), "--namespace", cli_ns, "--timeout", str(STEP),
+         "--kubeconfig", str(w.engine.cluster.kubeconfig)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     long_bundle = Bundle(LONG_PACKAGE, "0.1.0", deployments=[deployment("long-operator")])
     long_ns = w.namespace("longname")
     w.catalog_source(long_ns, w.serve([long_bundle]))
@@ -170,6 +181,9 @@ def test_the_plan_creates_only_what_olm_applies_and_uninstall_removes_it(world: 
     assert w.kube.get_or_none(where(w, service, unserved_ns)) is None
     with pytest.raises(InstallFailed, match="InstallComponentFailed"):
         follow(w.kube, unserved_ns, unserved.package, timeout=30)
+    _, stderr = cli.communicate(timeout=STEP + 60)
+    assert cli.returncode == 1, stderr
+    assert "InstallComponentFailed" in stderr and "Traceback" not in stderr, stderr
 
     # the long name installs, without a loop of events
     w.wait_installed(long_ns, LONG_PACKAGE, long_bundle.name)
