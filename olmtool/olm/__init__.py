@@ -40,15 +40,13 @@ lazy_package(
             "InstallMode",
             "Made",
             "SubscriptionSpec",
-            "csv_names",
             "ensure_catalog_source",
             "ensure_operator_group",
             "ensure_subscription",
             "follow",
-            "remove_made",
             "subscribe",
-            "uninstall",
         ),
+        "olmtool.olm.removal": ("csv_names", "remove_made", "uninstall"),
     },
 )
 

@@ -18,6 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from olmtool.actions import install as action
 from olmtool.cli import main
+from olmtool.olm.removal import remove_made
 from olmtool.olm.subscribe import (
     CREATED_BY,
     InstallFailed,
@@ -27,7 +28,6 @@ from olmtool.olm.subscribe import (
     SubscriptionSpec,
     explain,
     follow,
-    remove_made,
 )
 
 subscribe = importlib.import_module("olmtool.olm.subscribe")  # the face's name is the function

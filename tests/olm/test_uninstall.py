@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
-from olmtool.olm.subscribe import uninstall
+from olmtool.olm.removal import uninstall
 
 JSON = dict[str, Any]
 OLM = "/apis/operators.coreos.com"
