@@ -11,6 +11,7 @@ import pytest
 from olmtool.engine import deployments, groups, steps
 from olmtool.engine.catalogs import parse_duration
 from olmtool.engine.crdsafety import UnsafeCRDUpdate, check_update
+from olmtool.engine.objects import now as objects_now
 from olmtool.engine.requirements import _rule_checks
 from olmtool.engine.subscriptions import _health_condition
 from olmtool.olm.resolver import ResolvedBundle
@@ -476,4 +477,62 @@ def test_catalog_health_messages_name_the_targeted_source() -> None:
     sub["status"] = {"catalogHealth": []}
     assert _health_condition(sub, [])["message"] == (
         "dependency resolution requires at least one catalogsource"
+    )
+
+
+def test_a_refused_installplan_backs_off_instead_of_looping() -> None:
+    """After the apiserver refuses a namespace's InstallPlan, resolution there waits 1 s,
+    2 s, ... up to a minute: no hot loop of requests and events."""
+    from olmtool.engine.subscriptions import MAX_BACKOFF, Namespace, Subscriptions
+
+    subs = Subscriptions(kube=None, catalogs=None, global_namespace="olm")
+    delays = []
+    for _ in range(8):
+        subs._back_off("ns")
+        delays.append(subs._backoff["ns"][1])
+    assert delays == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, MAX_BACKOFF, MAX_BACKOFF]
+    # while backing off, a sync does nothing at all (kube None would fail otherwise)
+    subs.sync(Namespace("ns", [{"metadata": {"name": "s"}}], [], []), set())
+
+
+class RecordingKube:
+    def __init__(self) -> None:
+        self.written: list[JSON] = []
+
+    def put(self, path: str, body: JSON) -> JSON:
+        self.written.append(body)
+        return body
+
+
+def unsupported_plan(started: str) -> JSON:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}
+    step = steps._step("op.v0.2.0", pod, "cat", "ns")
+    return {
+        "metadata": {"name": "install-abcde", "namespace": "ns", "uid": "u"},
+        "status": {"phase": "Installing", "startTime": started, "plan": [step]},
+    }
+
+
+def test_an_unsupported_kind_fails_the_plan_once_the_window_from_start_time_is_over() -> None:
+    """The retry window counts from ``status.startTime``, so an engine restarted during it
+    does not start it again; the step is UnsupportedResource and nothing is applied."""
+    from olmtool.engine.apply import Discovery
+    from olmtool.engine.installplans import InstallPlans
+
+    kube = RecordingKube()
+    plans = InstallPlans(kube, Discovery(kube))
+    plans.sync(unsupported_plan(objects_now()))
+    (retrying,) = kube.written
+    assert retrying["status"]["phase"] == "Installing"
+    assert retrying["status"]["message"] == (
+        "retrying execution due to error: the InstallPlan contains invalid data"
+    )
+    assert retrying["status"]["plan"][0]["status"] == "UnsupportedResource"
+    plans.sync(unsupported_plan("2020-01-01T00:00:00Z"))
+    failed = kube.written[-1]["status"]
+    assert failed["phase"] == "Failed"
+    (installed,) = failed["conditions"]
+    assert (installed["reason"], installed["message"]) == (
+        "InstallComponentFailed",
+        "the InstallPlan contains invalid data",
     )
