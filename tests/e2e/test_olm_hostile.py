@@ -218,3 +218,4 @@ def test_a_deleted_operator_group_takes_its_cluster_roles(world: World) -> None:
         STEP,
         f"{group}'s ClusterRoles deleted",
     )
+    assert all(w.kube.get_or_none(r) is None for r in roles)
