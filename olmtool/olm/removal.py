@@ -10,6 +10,7 @@ from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from olmtool.olm.discovery import Discovery
 from olmtool.olm.subscribe import CREATED_BY, JSON, Made, _path, label_selector
 
 
@@ -98,7 +99,7 @@ def _plans_of(kube: Any, namespace: str, package: str) -> list[JSON]:
 
 def _created_by(plans: list[JSON]) -> list[JSON]:
     """The objects the InstallPlans made, but CSVs, CRDs and Subscriptions, as small dicts
-    (api path, kind, name, and for a step ``Present`` the plan's creation time): OLM marks
+    (apiVersion, kind, name, and for a step ``Present`` the plan's creation time): OLM marks
     a step it created ``Created``, and ``Present`` when a retry of the plan finds it, so a
     ``Present`` object counts only if it is not older than the plan."""
     created = []
@@ -112,33 +113,18 @@ def _created_by(plans: list[JSON]) -> list[JSON]:
             ):
                 continue
             group, version = resource.get("group", ""), resource.get("version", "")
-            api = f"/apis/{group}/{version}" if group else f"/api/{version}"
             since = (
                 plan["metadata"].get("creationTimestamp", "") if step["status"] == "Present" else ""
             )
             created.append(
                 {
-                    "api": api,
+                    "api_version": f"{group}/{version}" if group else version,
                     "kind": resource.get("kind"),
                     "name": resource.get("name"),
                     "since": since,
                 }
             )
     return created
-
-
-def _rest_path(kube: Any, api: str, kind: str, namespace: str, name: str) -> str | None:
-    try:
-        listing = kube.get(api)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
-    for resource in listing.get("resources", []):
-        if resource.get("kind") == kind and "/" not in resource.get("name", ""):
-            scope = f"/namespaces/{namespace}" if resource.get("namespaced") else ""
-            return f"{api}{scope}/{resource['name']}/{name}"
-    return None
 
 
 def _delete_quietly(kube: Any, where: str) -> bool:
@@ -158,8 +144,10 @@ def _delete_created(
     """Everything the install created that deleting the CSV does not take by itself: what
     its plans created, and cluster-scoped objects with its owner labels."""
     removed = []
+    discovery = Discovery(kube)
     for item in created:
-        where = _rest_path(kube, item["api"], item["kind"], namespace, item["name"])
+        collection = discovery.collection(item["api_version"], item["kind"], namespace)
+        where = f"{collection[0]}/{item['name']}" if collection else None
         found = kube.get_or_none(where) if where is not None else None
         if found is None:
             continue

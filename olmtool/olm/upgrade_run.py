@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
+from olmtool.olm.discovery import Discovery
 from olmtool.olm.source import CatalogSourceUnavailable, default_channel
 from olmtool.olm.subscribe import (
     InstallFailed,
@@ -119,37 +120,19 @@ def _examples(csv: JSON) -> list[JSON]:
     return [e for e in examples if isinstance(e, dict)]
 
 
-def _group_path(api_version: str) -> str:
-    """The discovery path of ``apiVersion``: ``/apis/<group>/<version>`` (``/api/v1``)."""
-    group, _, version = api_version.rpartition("/")
-    return f"/apis/{group}/{version}" if group else f"/api/{version}"
-
-
-def _collection_path(
-    kube: Any, example: JSON, namespace: str, discovered: dict[str, JSON | None]
-) -> tuple[str, bool]:
+def _collection_path(discovery: Discovery, example: JSON, namespace: str) -> tuple[str, bool]:
     """Where objects of the example's kind are created, and whether the kind is
-    namespaced: the resource's plural and scope as the cluster's discovery reports them
-    (``discovered`` caches each group version's resource list)."""
+    namespaced: the resource's plural and scope as the cluster's discovery reports them."""
     api_version, kind = str(example.get("apiVersion") or ""), str(example.get("kind") or "")
     name = (example.get("metadata") or {}).get("name") or "?"
     if not api_version or not kind:
         raise InstallFailed(f"alm-example {name} has no apiVersion or kind")
-    base = _group_path(api_version)
-    if base not in discovered:
-        discovered[base] = kube.get_or_none(base)
-    resources = (discovered[base] or {}).get("resources") or []
-    found = next(
-        (r for r in resources if r.get("kind") == kind and "/" not in str(r.get("name", ""))),
-        None,
-    )
+    found = discovery.collection(api_version, kind, namespace)
     if found is None:
         raise InstallFailed(
             f"alm-example {kind} {name}: the cluster serves no kind {kind} in {api_version}"
         )
-    if found.get("namespaced", True):
-        return f"{base}/namespaces/{namespace}/{found['name']}", True
-    return f"{base}/{found['name']}", False
+    return found
 
 
 def _ready(obj: JSON) -> bool:
@@ -355,9 +338,9 @@ def _create_examples(
     """Create the CSV's alm-examples, each at its kind's scope (an existing one is left
     alone, and not recorded in ``created``); with ``wait``, until each is Ready."""
     resources = []
-    discovered: dict[str, JSON | None] = {}
+    discovery = Discovery(kube)
     for example in _examples(csv):
-        path, namespaced = _collection_path(kube, example, namespace, discovered)
+        path, namespaced = _collection_path(discovery, example, namespace)
         metadata = {k: v for k, v in (example.get("metadata") or {}).items() if k != "namespace"}
         if namespaced:
             metadata["namespace"] = namespace

@@ -47,6 +47,8 @@ class FakeKube:
         return {"items": items}
 
     def get_or_none(self, path: str) -> JSON | None:
+        if path in self.discovery:
+            return self.get(path)
         return self.objects.get(path)
 
     def delete(self, path: str) -> JSON:
