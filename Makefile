@@ -14,8 +14,8 @@ help:
 	@echo "make demo       install, then the whole job on the etcd operator in this repo:"
 	@echo "                CRDs generated and validated, bundle built and validated with"
 	@echo "                every suite, catalog published and validated (seconds once installed)"
-	@echo "make tools      apt-get docker-registry, skopeo, etcd, promtool (the local cluster's"
-	@echo "                registry and the tests' tools; root or sudo)"
+	@echo "make tools      apt-get docker-registry, skopeo, etcd, promtool, runc, umoci (the local"
+	@echo "                cluster's registry and the tests' tools; root or sudo)"
 	@echo "make assets     find or build the Kubernetes 1.20 control plane for the local cluster"
 	@echo "                (cached in ~/.cache/olmtool/assets: instant; a cold build from"
 	@echo "                Debian's source package about 13 min on 2 cores, a line per stage)"
@@ -40,10 +40,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian's docker-registry (a loopback OCI registry), skopeo (an independent client) and
+# Debian's docker-registry (a loopback OCI registry), skopeo (an independent client),
 # etcd-server (etcd 3.4: the control plane's store, and what the node agent runs for
-# quay.io/coreos/etcd:v3.4 images). Each entry is command:package.
-TOOLS := docker-registry:docker-registry skopeo:skopeo etcd:etcd-server promtool:prometheus
+# quay.io/coreos/etcd:v3.4 images), runc and umoci (images run under a real OCI runtime,
+# unpacked by an independent tool). Each entry is command:package.
+TOOLS := docker-registry:docker-registry skopeo:skopeo etcd:etcd-server promtool:prometheus \
+         runc:runc umoci:umoci
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \

@@ -21,7 +21,8 @@ lazy_package(
     __name__,
     {
         "olmtool.actions.bundle_build": (
-            "BundleBuildResult",
+            "BaseLockResult",
+    "BundleBuildResult",
             "ReleaseBuild",
             "bundle_build",
         ),
@@ -65,6 +66,12 @@ lazy_package(
             "crd_generate",
         ),
         "olmtool.actions.crd_validate": ("crd_validate",),
+        "olmtool.actions.image_base": (
+            "BaseLockResult",
+            "ClusterImagesResult",
+            "cluster_images",
+            "image_base_lock",
+        ),
         "olmtool.actions.image_build": (
             "ImageBuildResult",
             "image_build",
@@ -84,11 +91,13 @@ lazy_package(
 
 
 __all__ = [
+    "BaseLockResult",
     "BundleBuildResult",
     "BundleImageResult",
     "BundleReleaseResult",
     "CatalogGraph",
     "CatalogPublishResult",
+    "ClusterImagesResult",
     "ClusterStatus",
     "CrdGenerateResult",
     "GraphView",
@@ -112,6 +121,7 @@ __all__ = [
     "catalog_serve",
     "catalog_validate",
     "cluster_down",
+    "cluster_images",
     "cluster_kubeconfig",
     "cluster_kubectl",
     "cluster_logs",
@@ -120,6 +130,7 @@ __all__ = [
     "cluster_up",
     "crd_generate",
     "crd_validate",
+    "image_base_lock",
     "image_build",
     "image_lock",
     "project_init",

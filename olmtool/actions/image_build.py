@@ -33,7 +33,10 @@ from olmtool.images import (
     save_image,
 )
 from olmtool.images.build import LayerInfo
+from olmtool.images.debian import python_base
 
+SCRATCH = "scratch"  # no base, like a Dockerfile's FROM scratch
+DEBIAN_PYTHON = "3.11"
 _TAG = re.compile(r"[\w][\w.-]{0,127}")
 _LABEL = "org.opencontainers.image"
 
@@ -177,10 +180,13 @@ def _base(
     flag: str | None,
     progress: Callable[[str], None] | None,
 ) -> tuple[Reference | None, Image | None]:
-    """The base image, pulled: from ``--base`` or ``image.base`` (errors name which)."""
+    """The base image: ``--base`` or ``image.base`` pulled (errors name which), none for
+    ``scratch``, else olmtool's Python base built from Debian packages."""
     text = flag or settings.base
-    if not text:
+    if text == SCRATCH:
         return None, None
+    if not text:
+        return _debian_base(project, settings, progress)
 
     def problem(message: str) -> InputError:
         if flag:
@@ -198,6 +204,22 @@ def _base(
         return ref, pull(ref)
     except OlmtoolError as exc:
         raise problem(exc.message) from None
+
+
+def _debian_base(
+    project: Project, settings: ImageSettings, progress: Callable[[str], None] | None
+) -> tuple[Reference, Image]:
+    if settings.python != DEBIAN_PYTHON:
+        raise InputError(
+            f"image.python is {settings.python}, olmtool's Debian base has Python "
+            f"{DEBIAN_PYTHON}: set image.base (or pass --base) to a Python {settings.python} image",
+            path=project.file,
+            line=_line(project, "image.python"),
+        )
+    if progress:
+        progress("olmtool's Python base from Debian packages")
+    built = python_base(progress=progress)
+    return parse_reference(built.reference), built.image
 
 
 def _labels(

@@ -221,6 +221,32 @@ def logs(
 
 
 @app.command()
+def images(
+    references: list[str] = typer.Argument(None, help="Only these references."),
+    output: OutputFormat = OutputOption,
+) -> None:
+    """Build (or find in the cache) the well-known images the local cluster and the
+    tests use, each an OCI layout tagged with its reference's tag: local stand-ins for
+    docker.io/library/python:3.11, quay.io/coreos/etcd:v3.4.23 and v3.5.1 and
+    docker.io/library/busybox:1.35, made from Debian packages and wheels of the same
+    releases.
+
+    Examples:
+
+      olmtool cluster images
+
+      olmtool cluster images quay.io/coreos/etcd:v3.5.1 -o json
+    """
+    result = with_progress("building images", actions.cluster_images, references=references or [])
+
+    def text() -> None:
+        for built in result.images:
+            stdout.print(f"{escape(built.reference)} {built.digest} {escape(str(built.layout))}")
+
+    emit(result.as_list(), output, text)
+
+
+@app.command()
 def assets(
     optional: bool = typer.Option(
         False,

@@ -12,12 +12,18 @@ from olmtool.cli import output as out
 from olmtool.errors import display_path
 
 if TYPE_CHECKING:
-    from olmtool.actions import ImageBuildResult, ImageLockResult
+    from olmtool.actions import BaseLockResult, ImageBuildResult, ImageLockResult
 
 app = typer.Typer(
     help="Build and push the operator's image (no container engine), lock its requirements.",
     no_args_is_help=True,
 )
+
+base_app = typer.Typer(
+    help="olmtool's Python base image, built from Debian packages pinned in a lock.",
+    no_args_is_help=True,
+)
+app.add_typer(base_app, name="base")
 
 FIND_LINKS = typer.Option(
     None, "--find-links", help="A directory of wheels pip may use too (repeatable)."
@@ -35,7 +41,10 @@ def build(
         False, "--bundle-tags", help="Also every tag the bundles' CSVs reference for image.name."
     ),
     base: str | None = typer.Option(
-        None, "--base", help="Base image REF to stack on (default: image.base, else scratch)."
+        None,
+        "--base",
+        help="Base image REF to stack on, or scratch (default: image.base, else olmtool's "
+        "Python 3.11 base built from Debian packages).",
     ),
     push_image: bool = typer.Option(False, "--push", help="Push every tag."),
     registry: str | None = typer.Option(
@@ -92,6 +101,42 @@ def lock(
         no_index=no_index,
     )
     out.emit(result.as_dict(), output, lambda: _print_lock(result))
+
+
+@base_app.command("lock")
+def base_lock(
+    check: bool = typer.Option(
+        False, "--check", help="Only compare the lock with the mirror; exit 1 if they differ."
+    ),
+    output: out.OutputFormat = out.OutputOption,
+) -> None:
+    """Pin the packages of olmtool's images (the Python base, the etcd and busybox
+    stand-ins) to the versions and sha256 the Debian mirror and PyPI offer now.
+
+    Examples:
+
+      olmtool image base lock            # rewrite olmtool/images/debian/images.lock
+
+      olmtool image base lock --check    # exit 1 when the mirror moved on
+    """
+    result = out.with_progress("resolving", actions.image_base_lock, check=check)
+    out.emit(result.as_dict(), output, lambda: _print_base_lock(result))
+    out.exit_if(check and not result.current)
+
+
+def _print_base_lock(result: BaseLockResult) -> None:
+    lock = out.escape(display_path(result.lock))
+    for change in result.changes:
+        out.stdout.print(
+            f"{out.escape(change.section)}: {out.escape(change.name)} "
+            f"{out.escape(change.old or '(none)')} -> {out.escape(change.new or '(none)')}"
+        )
+    if result.current:
+        out.stdout.print(f"{lock} matches the mirror")
+    elif result.check:
+        out.stdout.print(f"{lock} differs from the mirror in {len(result.changes)} packages")
+    else:
+        out.stdout.print(f"wrote {lock}: {len(result.changes)} packages changed")
 
 
 def _print_build(result: ImageBuildResult) -> None:

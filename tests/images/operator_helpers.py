@@ -39,9 +39,12 @@ def make_wheel(directory: Path, version: str = "1.0") -> Path:
     return path
 
 
-def make_project(root: Path, *, extra: str = "", bundle: bool = True) -> Path:
+def make_project(
+    root: Path, *, extra: str = "", bundle: bool = True, base: str | None = "scratch"
+) -> Path:
     """``root/olmtool.yaml`` with an ``image:`` section, its package and lock; returns
-    the wheels directory to pass as ``find_links``."""
+    the wheels directory to pass as ``find_links``. ``base`` is ``image.base`` (scratch by
+    default: unit tests do not build the Debian base; None for olmtool's default)."""
     wheels = root / "wheels"
     wheel = make_wheel(wheels)
     sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -72,6 +75,7 @@ def make_project(root: Path, *, extra: str = "", bundle: bool = True) -> Path:
               output: out
             """
         )
+        + (f"  base: {base}\n" if base else "")
         + extra
     )
     return wheels

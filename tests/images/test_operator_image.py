@@ -252,3 +252,57 @@ def test_cli_json_and_one_line_errors(project: tuple[Path, Path]) -> None:
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     assert failed.stderr.strip().splitlines()[0].startswith("error: --base")
     assert "Example" in olmtool("image", "build", "--help", cwd=root).stdout
+
+
+def _fake_debian_base(monkeypatch: pytest.MonkeyPatch) -> object:
+    """``python_base`` replaced by a one-layer image with the real base's config."""
+    import importlib
+
+    from olmtool.images.debian import BuiltImage
+    from olmtool.images.debian.recipes import PYTHON_311
+
+    base = build_image({"usr/bin/python3.11": b"\x7fELF"}, {})
+    document = json.loads(base.config)
+    document["config"] = dict(PYTHON_311.config)
+    base = with_config(base, document)
+    built = BuiltImage("python-3.11", PYTHON_311.reference, Path("/nonexistent"), base, True, 0.0)
+    action = importlib.import_module("olmtool.actions.image_build")
+    monkeypatch.setattr(action, "python_base", lambda progress=None: built)
+    return base
+
+
+def test_the_default_base_is_olmtools_debian_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    offline(monkeypatch, tmp_path / "cache")
+    root = tmp_path / "project"
+    root.mkdir()
+    wheels = make_project(root, base=None)
+    base = _fake_debian_base(monkeypatch)
+    result = build(root, wheels)
+    assert result.base == "docker.io/library/python:3.11" and result.base_layers == 1
+    image = read_oci_layout(result.tags[0].layout)
+    assert image.layers[0] == base.layers[0]
+    config = image.config_json["config"]
+    assert config["User"] == "65532"
+    assert config["Env"][0].startswith("PATH=/usr/local/sbin:")
+    assert "PYTHONPATH=/app/site-packages:/app" in config["Env"]
+
+
+def test_another_python_than_the_debian_base_is_refused_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    offline(monkeypatch, tmp_path / "cache")
+    root = tmp_path / "project"
+    root.mkdir()
+    wheels = make_project(root, base=None, extra="")
+    text = (
+        (root / "olmtool.yaml")
+        .read_text()
+        .replace("  output: out\n", "  output: out\n  python: '3.12'\n")
+    )
+    (root / "olmtool.yaml").write_text(text)
+    _fake_debian_base(monkeypatch)
+    with pytest.raises(InputError, match=r"olmtool's Debian base has Python 3\.11") as caught:
+        build(root, wheels)
+    assert caught.value.line == text.splitlines().index("  python: '3.12'") + 1

@@ -112,7 +112,7 @@ def build_operator_image(
     layers.append(("application", layer_tar(app_files, executable=app_exec), "packages"))
     if progress:
         progress("compressing layers")
-    blobs = [_compressed(tar) for _, tar, _ in layers]
+    blobs = [compressed(tar) for _, tar, _ in layers]
     infos = tuple(
         LayerInfo(name, digest_of(blob), digest_of(tar), len(blob), len(tar))
         for (name, tar, _), blob in zip(layers, blobs, strict=True)
@@ -248,7 +248,7 @@ def _descriptor(media_type: str, data: bytes) -> dict[str, Any]:
     return {"mediaType": media_type, "digest": digest_of(data), "size": len(data)}
 
 
-def _compressed(tar: bytes) -> bytes:
+def compressed(tar: bytes) -> bytes:
     """gzip (mtime 0, so reproducible), cached by content: the dependencies layer is tens
     of MB and unchanged between most builds."""
     cached = cache_dir() / "layers" / f"{digest_of(tar).removeprefix('sha256:')}.tar.gz"
