@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets e2e-assets demo generate lock images proto bench bench-edges bench-bundle bench-cluster bench-etcd bench-upgrade lint format test test-unit test-e2e clean
+.PHONY: help install tools assets e2e-assets demo generate lock images proto bench bench-edges bench-bundle bench-cluster bench-etcd bench-images bench-upgrade lint format test test-unit test-e2e clean
 
 help:
 	@echo "make install    .venv with olmtool and its test tools (about 1 min); then"
@@ -30,6 +30,7 @@ help:
 	@echo "make bench-bundle   render/validate 1-5 MB bundles (ratio to ../shared/peers/opm if present)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
 	@echo "make bench-etcd     etcd operator: create, scale, recovery and upgrade times"
+	@echo "make bench-images   the Python base's cold/warm build time, every image's size"
 	@echo "make bench-upgrade  install and per-hop seconds of every release upgraded through OLM"
 
 $(STAMP): pyproject.toml
@@ -101,6 +102,9 @@ bench-cluster: install
 
 bench-etcd: install
 	$(BIN)/python benchmarks/etcd_operator_bench.py
+
+bench-images: install
+	$(BIN)/python benchmarks/bench_images.py
 
 bench-upgrade: install
 	$(BIN)/python benchmarks/bench_upgrade_hop.py
