@@ -2,7 +2,8 @@
 the image config. Stand-ins for upstream images, built from the same releases.
 
 * ``docker.io/library/python:3.11``: CPython 3.11 from bookworm's packages with every
-  library its standard library loads, CA certificates, ``python3`` on ``PATH`` and the
+  library its standard library loads, libstdc++ (manylinux wheels such as grpcio link
+  it, as the manylinux policy allows), CA certificates, ``python3`` on ``PATH`` and the
   distroless ``nonroot`` user (65532), which the config runs as. The base of
   ``olmtool image build`` and of catalog images.
 * ``quay.io/coreos/etcd:v3.4.23``: Debian's etcd-server and etcd-client 3.4.23 (the
@@ -144,6 +145,7 @@ _PYTHON_DEBS = (
     "libreadline8",
     "libsqlite3-0",
     "libssl3",
+    "libstdc++6",
     "libtinfo6",
     "libtirpc-common",
     "libtirpc3",
