@@ -4,7 +4,8 @@ the image config. Stand-ins for upstream images, built from the same releases.
 * ``docker.io/library/python:3.11``: CPython 3.11 from bookworm's packages with every
   library its standard library loads, libstdc++ (manylinux wheels such as grpcio link
   it, as the manylinux policy allows), CA certificates, ``python3`` on ``PATH`` and the
-  distroless ``nonroot`` user (65532), which the config runs as. The base of
+  distroless ``nonroot`` user (65532), which the config runs as; the standard library's
+  bytecode is compiled in (a start on a read-only root takes half the time). The base of
   ``olmtool image build`` and of catalog images.
 * ``quay.io/coreos/etcd:v3.4.23``: Debian's etcd-server and etcd-client 3.4.23 (the
   upstream 3.4.23 release, built by Debian) with the C library they link.
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from olmtool.images.debian.lockfile import LockedPackage
-from olmtool.images.debian.rootfs import RootFs
+from olmtool.images.debian.rootfs import RootFs, compile_python
 
 NONROOT = 65532
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -65,6 +66,7 @@ def _python(rootfs: RootFs, files: Files) -> None:
     bundle = b"".join(rootfs.nodes[f"{certs}/{name}"].data for name in rootfs.names(certs))
     rootfs.file(CA_BUNDLE, bundle)
     rootfs.remove("etc/ca-certificates.conf")
+    compile_python(rootfs, "usr/lib/python3.11", (3, 11))
 
 
 def _etcd_debian(rootfs: RootFs, files: Files) -> None:
