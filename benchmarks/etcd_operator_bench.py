@@ -4,7 +4,7 @@
 
 Starts a fresh named local cluster (cached control-plane assets), builds the operator's
 image with ``olmtool image build`` (time and layer sizes printed) and pushes it to the
-cluster's registry, installs the operator from the 0.3.0 CSV as OLM would (one target
+cluster's registry, installs the operator from the 0.4.0 CSV as OLM would (one target
 namespace), then per run times, with real etcd processes:
 
 * create -> Available (every member healthy, phase Running) for 1, 3 and 5 members
@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[1]
+RELEASE = "0.4.0"  # the bundle the operator is installed from: the newest
 sys.path.insert(0, str(REPO))
 
 from olmtool.actions.image_build import image_build  # noqa: E402
@@ -103,7 +104,7 @@ def main() -> None:
                 f"image build + push of {len(built.tags)} tags: {built.seconds:.1f} s ({layers})"
             )
             kube = Kube(cluster.kubeconfig)
-            csv, manifests = etcd_env.bundle_manifests()
+            csv, manifests = etcd_env.bundle_manifests(RELEASE)
             etcd_env.install_crds(kube, manifests)
             operator_ns, watched = _namespace(kube, "etcd-op"), _namespace(kube, "bench")
             installed = etcd_env.install_from_csv(kube, csv, operator_ns, [watched])

@@ -4,7 +4,7 @@
 >>> result.difference.stale
 False
 >>> [r.version for r in bundle_build(all_releases=True).releases]
-['0.1.0', '0.2.0', '0.3.0']
+['0.3.0', '0.4.0']
 """
 
 from __future__ import annotations

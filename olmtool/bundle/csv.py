@@ -153,6 +153,8 @@ def deployment_spec(settings: BundleSettings) -> dict[str, Any]:
     }
     if dep.pod_security_context:
         pod_spec["securityContext"] = dep.pod_security_context
+    if dep.volumes:
+        pod_spec["volumes"] = dep.volumes
     if dep.termination_grace_period_seconds is not None:
         pod_spec["terminationGracePeriodSeconds"] = dep.termination_grace_period_seconds
     return {
@@ -177,6 +179,7 @@ def _container(dep: Deployment) -> dict[str, Any]:
         "readinessProbe": dep.readiness_probe,
         "startupProbe": dep.startup_probe,
         "securityContext": dep.security_context,
+        "volumeMounts": dep.volume_mounts,
     }
     return {key: value for key, value in container.items() if value}
 

@@ -91,8 +91,24 @@ class Deployment(_Section):
     startup_probe: KubeObject | None = None
     security_context: KubeObject | None = None
     pod_security_context: KubeObject | None = None
+    volumes: list[KubeObject] = []  # the pod's (an emptyDir for /tmp, say)
+    volume_mounts: list[KubeObject] = []  # the operator container's
     labels: dict[str, str] = {}
     termination_grace_period_seconds: int | None = None
+
+    @model_validator(mode="after")
+    def _mounts_name_volumes(self) -> Deployment:
+        """Each of ``volumeMounts`` names one of ``volumes`` (the apiserver refuses the
+        Deployment otherwise, at install time)."""
+        names = [volume.get("name") for volume in self.volumes]
+        for index, mount in enumerate(self.volume_mounts):
+            if mount.get("name") not in names:
+                listed = ", ".join(str(name) for name in names) or "none"
+                raise SettingError(
+                    f"volumeMounts[{index}].name",
+                    f"{mount.get('name')!r} is not one of volumes ({listed})",
+                )
+        return self
 
     @property
     def service_account(self) -> str:

@@ -140,6 +140,53 @@ def test_built_bundle_validates(project: Path) -> None:
     ]
 
 
+# A non-root operator with a read-only root filesystem and a writable /tmp.
+HARDENED = (
+    "    command: [widget-operator]\n"
+    "    securityContext: {readOnlyRootFilesystem: true, runAsNonRoot: true}\n"
+    "    podSecurityContext: {runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}\n"
+    "    volumes: [{name: tmp, emptyDir: {}}]\n"
+    "    volumeMounts: [{name: tmp, mountPath: /tmp}]\n"
+)
+
+
+def test_volumes_and_mounts_reach_the_deployment(project: Path) -> None:
+    config = project / "olmtool.yaml"
+    config.write_text(config.read_text().replace("    command: [widget-operator]\n", HARDENED))
+    bundle = _build(project)
+    csv = yamlio.plain(yamlio.loads(bundle.files[CSV]))
+    pod = csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "tmp", "emptyDir": {}}]
+    assert pod["securityContext"] == {
+        "runAsUser": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    (container,) = pod["containers"]
+    assert container["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}]
+    assert container["securityContext"] == {"readOnlyRootFilesystem": True, "runAsNonRoot": True}
+    write_bundle(bundle)
+    report = validate_bundle(load_bundle(bundle.directory), suites=select_suites(["all"]))
+    assert [f.check for f in report.findings] == ["operatorhub/icon-missing", "csv/schema"]
+
+
+def test_without_volumes_the_deployment_has_none(project: Path) -> None:
+    csv = yamlio.plain(yamlio.loads(_build(project).files[CSV]))
+    pod = csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
+    assert "volumes" not in pod and "volumeMounts" not in pod["containers"][0]
+
+
+def test_a_mount_of_no_volume_names_the_key_and_line(project: Path) -> None:
+    config = project / "olmtool.yaml"
+    text = config.read_text().replace("    command: [widget-operator]\n", HARDENED)
+    config.write_text(text.replace("{name: tmp, mountPath", "{name: scratch, mountPath"))
+    with pytest.raises(InputError) as exc:
+        load_project(config)
+    assert str(exc.value).endswith(
+        "olmtool.yaml:40: bundle.deployment.volumeMounts[0].name: "
+        "'scratch' is not one of volumes (tmp)"
+    )
+
+
 def _assert_input_error(
     exc: pytest.ExceptionInfo[InputError], file: str, line: int | None, text: str
 ):

@@ -171,33 +171,35 @@ def test_one_release_file_is_converted_keeping_its_release(project: Path) -> Non
     assert "replaces: widget-operator.v1.2.0" in csv
 
 
-def test_the_repository_project_file_converts_with_comments_kept(tmp_path: Path) -> None:
+def test_the_repository_project_file_takes_the_next_release_as_written(tmp_path: Path) -> None:
+    """olmtool.yaml lists its releases (0.3.0 frozen as published, 0.4.0 from the shared
+    keys): the next one is appended after them, no other line changes, the existing
+    releases resolve as before, and the new one inherits 0.4.0's Deployment."""
     config = tmp_path / "olmtool.yaml"
     shutil.copyfile(REPO / "olmtool.yaml", config)
     before = config.read_text()
-    settings = load_project(config).settings.bundle
-    version = settings.version
-    bundle_release("9.0.0", config=config)
+
+    def resolved() -> dict[str, dict]:
+        releases = load_project(config).settings.bundle.resolved_releases()
+        return {r.version: r.settings.model_dump() for r in releases}
+
+    old = resolved()
+    assert list(old) == ["0.3.0", "0.4.0"]
+    result = bundle_release("9.0.0", config=config)
+    assert not result.converted and not result.notes
     changes = _changes(before, config.read_text())
-    removed = [line[2:].strip() for line in changes if line.startswith("-")]
-    added = [line[2:] for line in changes if line.startswith("+")]
-    csv, image = settings.csv, settings.deployment.image
-    assert [line.partition(":")[0] for line in removed] == [
-        "version",
-        *(["replaces"] if csv.replaces else []),
-        *(["skipRange"] if csv.skip_range else []),
-        "image",
+    assert [line for line in changes if line.startswith("-")] == []
+    assert [line[2:] for line in changes if line.startswith("+")] == [
+        "    - version: 9.0.0",
+        "      replaces: etcd-operator.v0.4.0",
     ]
-    assert added[0].strip() == f'image: "{image.removesuffix(version)}{{version}}"'
-    assert [line.strip() for line in added[1:4]] == [
-        "releases:",
-        f"- version: {version}",
-        f"replaces: {csv.replaces}",
-    ]
-    assert added[-2:] == ["    - version: 9.0.0", f"      replaces: etcd-operator.v{version}"]
-    comments = [line for line in before.splitlines() if line.lstrip().startswith("#")]
-    after = config.read_text().splitlines()
-    assert comments == [line for line in after if line.lstrip().startswith("#")]
+    new = resolved()
+    assert {version: new[version] for version in old} == old
+    head, added = old["0.4.0"]["deployment"], new["9.0.0"]["deployment"]
+    assert added["image"] == "localhost:5000/olmtool/etcd-operator:9.0.0"
+    assert {k: v for k, v in added.items() if k != "image"} == {
+        k: v for k, v in head.items() if k != "image"
+    }
 
 
 # --- the command: wiring only -------------------------------------------------------------

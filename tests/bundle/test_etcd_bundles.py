@@ -29,8 +29,8 @@ def _crd(version: str) -> dict:
     return yamlio.plain(yamlio.load(path))
 
 
-def test_at_least_three_releases() -> None:
-    assert VERSIONS[:3] == ["0.1.0", "0.2.0", "0.3.0"]
+def test_at_least_four_releases() -> None:
+    assert VERSIONS[:4] == ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -40,12 +40,15 @@ def test_bundle_passes_every_suite_strictly(version: str) -> None:
     assert report.passed(strict=True)
 
 
-def test_newest_bundle_is_what_olmtool_yaml_builds() -> None:
+def test_each_release_is_what_olmtool_yaml_builds() -> None:
+    """The newest release is built from the shared keys; a published one is frozen with
+    what it shipped (its own relatedImages and Deployment settings), byte for byte."""
     project = load_project(ROOT / "olmtool.yaml")
-    bundle = build_bundle(
-        project.settings.bundle, project.root, crd_dir=project.settings.crd.output
-    )
-    assert not write_bundle(bundle, check=True).stale, "run `olmtool bundle build`"
+    releases = project.settings.bundle.resolved_releases()
+    assert [(r.version, r.frozen) for r in releases] == [("0.3.0", True), ("0.4.0", False)]
+    for release in releases:
+        bundle = build_bundle(release.settings, project.root, crd_dir=project.settings.crd.output)
+        assert not write_bundle(bundle, check=True).stale, "run `olmtool bundle build`"
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -85,7 +88,12 @@ def test_replaces_chain_and_skip_range_to_newest() -> None:
     assert "replaces" not in _csv("0.1.0")["spec"]
     assert _csv("0.2.0")["spec"]["replaces"] == "etcd-operator.v0.1.0"
     assert _csv("0.3.0")["spec"]["replaces"] == "etcd-operator.v0.2.0"
-    assert _successors("0.1.0") == {"0.2.0", "0.3.0"}  # 0.3.0's skipRange lets 0.1.0 jump
+    assert _csv("0.4.0")["spec"]["replaces"] == "etcd-operator.v0.3.0"
+    assert _csv("0.4.0")["metadata"]["annotations"]["olm.skipRange"] == ">=0.1.0 <0.4.0"
+    # 0.3.0's and 0.4.0's skipRanges let 0.1.0 jump; every release reaches 0.4.0 in one hop
+    assert _successors("0.1.0") == {"0.2.0", "0.3.0", "0.4.0"}
+    assert _successors("0.2.0") == {"0.3.0", "0.4.0"}
+    assert _successors("0.3.0") == {"0.4.0"}
 
 
 def _storage(version: str) -> str:
@@ -133,3 +141,48 @@ def test_rbac_and_deployment_change_between_releases() -> None:
         for v in VERSIONS
     }
     assert len(selectors) == 1  # a Deployment's selector is immutable
+
+
+def _pod(version: str) -> dict:
+    deployment = _csv(version)["spec"]["install"]["spec"]["deployments"][0]["spec"]
+    return deployment["template"]["spec"]
+
+
+def test_from_0_4_0_the_operator_runs_non_root_with_a_writable_tmp() -> None:
+    """0.4.0 runs under a real OCI runtime: a non-root user, no capabilities, a read-only
+    root filesystem and an emptyDir at /tmp (tempfile and kubernetes_asyncio write there)."""
+    container, pod = _container("0.4.0"), _pod("0.4.0")
+    assert container["image"] == "localhost:5000/olmtool/etcd-operator:0.4.0"
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+    }
+    assert pod["securityContext"] == {
+        "fsGroup": 65532,
+        "runAsGroup": 65532,
+        "runAsUser": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert pod["volumes"] == [{"emptyDir": {}, "name": "tmp"}]
+    assert container["volumeMounts"] == [{"mountPath": "/tmp", "name": "tmp"}]
+    for version in VERSIONS[:3]:  # published: as they shipped
+        assert "volumes" not in _pod(version) and "securityContext" not in _pod(version)
+        assert "runAsNonRoot" not in _container(version)["securityContext"]
+
+
+# etcd images with a local stand-in (the local cluster runs these): no other may be named
+RUNNABLE_ETCD = {"quay.io/coreos/etcd:v3.4.23", "quay.io/coreos/etcd:v3.5.1"}
+
+
+def test_0_4_0_names_only_etcd_images_with_a_local_stand_in() -> None:
+    related = {i["name"]: i["image"] for i in _csv("0.4.0")["spec"]["relatedImages"]}
+    assert related == {
+        "etcd-operator": "localhost:5000/olmtool/etcd-operator:0.4.0",
+        "etcd-v3.4": "quay.io/coreos/etcd:v3.4.23",
+        "etcd-v3.5": "quay.io/coreos/etcd:v3.5.1",
+    }
+    env = {e["name"]: e.get("value") for e in _container("0.4.0")["env"]}
+    assert env["ETCD_OPERATOR_BACKUP_IMAGE"] in RUNNABLE_ETCD
+    assert {i for i in related.values() if "/etcd:" in i} <= RUNNABLE_ETCD

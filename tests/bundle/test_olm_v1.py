@@ -153,7 +153,7 @@ def bundle_dir(tmp_path: Path) -> Path:
 
 
 def test_the_etcd_bundles_install_with_olm_v1() -> None:
-    for version in ("0.1.0", "0.2.0", "0.3.0"):
+    for version in ("0.1.0", "0.2.0", "0.3.0", "0.4.0"):
         bundle = load_bundle(SOURCE.parent / version)
         report = validate_bundle(bundle, suites=select_suites(["all", "olm-v1"]))
         assert report.findings == [], version

@@ -394,3 +394,29 @@ def test_secrets_belong_to_the_pods_user(tmp_path: Path) -> None:
         info = os.stat(path)
         assert (info.st_uid, info.st_gid) == (1234, 2345)
     assert _mode(secret.path / "tls.key") == 0o600
+
+
+def test_a_bind_never_hides_what_the_container_still_needs(tmp_path: Path) -> None:
+    """An emptyDir at a directory holding the agent's state (pytest's /tmp, say) or
+    another volume's source is rewritten, not bound over them."""
+    state = tmp_path / "scratch" / "agent"
+    token = state / "pods" / "p" / "token"
+    token.mkdir(parents=True)
+    empty = state / "pods" / "p" / ".volumes" / "tmp"
+    empty.mkdir(parents=True)
+    creatable = (str(tmp_path / "scratch"),)
+    wanted = [
+        (str(tmp_path / "scratch"), empty, False, ""),  # would hide the state and the token
+        (str(tmp_path / "scratch/sa"), token, True, ""),
+        (str(tmp_path / "other"), empty, False, ""),
+    ]
+    (tmp_path / "other").mkdir()
+    mounts = {
+        m.target: m
+        for m in plan_mounts(wanted, isolated=True, creatable=creatable, visible=[state])
+    }
+    assert not mounts[str(tmp_path / "scratch")].bind
+    assert mounts[str(tmp_path / "scratch/sa")].bind
+    assert mounts[str(tmp_path / "other")].bind
+    without_state = plan_mounts(wanted[:1], isolated=True, creatable=creatable)
+    assert not without_state[0].bind  # the volume's own source lies under it

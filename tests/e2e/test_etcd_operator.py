@@ -1,8 +1,9 @@
 """The etcd operator on the local cluster: real etcd processes, the operator running as
 the Pod OLM would create from the image olmtool builds.
 
-One operator (installed from the 0.3.0 CSV, OwnNamespace-style targeting namespace
-``watched``) serves every test; each test makes its own EtcdCluster there.
+One operator (installed from the newest CSV, 0.4.0: non-root, read-only root filesystem,
+``/tmp`` an emptyDir; OwnNamespace-style targeting namespace ``watched``) serves every
+test; each test makes its own EtcdCluster there.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ pytest.importorskip(
 )
 
 
+RELEASE = "0.4.0"  # the bundle the operator is installed from: the newest
+
+
 @dataclass
 class Env:
     kube: Kube
@@ -72,7 +76,7 @@ def env(cluster: Cluster) -> Iterator[Env]:
         )
     kube = cluster.kube
     push_operator_images(cluster.registry)
-    csv, manifests = etcd_env.bundle_manifests()
+    csv, manifests = etcd_env.bundle_manifests(RELEASE)
     etcd_env.install_crds(kube, manifests)
     operator_ns, watched, other = (_namespace(kube, p) for p in ("etcd-op", "watched", "other"))
     installed = etcd_env.install_from_csv(kube, csv, operator_ns, [watched])
@@ -88,6 +92,25 @@ def env(cluster: Cluster) -> Iterator[Env]:
 
 def _name() -> str:
     return f"e{uuid.uuid4().hex[:5]}"
+
+
+def test_operator_pod_is_non_root_with_a_writable_tmp(env: Env) -> None:
+    """The Pod runs what the 0.4.0 CSV declares: a non-root user, no privilege
+    escalation, a read-only root filesystem and an emptyDir at /tmp."""
+    pods = env.kube.get(f"/api/v1/namespaces/{env.operator.namespace}/pods")["items"]
+    running = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    assert running, "no operator Pod"
+    spec = running[0]["spec"]
+    (container,) = spec["containers"]
+    security = container["securityContext"]
+    assert security["runAsNonRoot"] is True and security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert spec["securityContext"]["runAsUser"] == 65532
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    (tmp,) = [m for m in container["volumeMounts"] if m["mountPath"] == "/tmp"]
+    assert "emptyDir" in volumes[tmp["name"]]
 
 
 def test_one_and_three_members_serve_keys(env: Env) -> None:

@@ -56,14 +56,12 @@ def test_install_a_version_with_manual_approval_then_uninstall(
     sub = kube.get(f"{OPERATORS}/namespaces/{namespace}/subscriptions/etcd-operator")
     assert sub["spec"]["startingCSV"] == "etcd-operator.v0.2.0"
 
-    # Manual: the plan of the asked-for version was approved, no other (no upgrade to 0.3.0)
+    # Manual: the plan of the asked-for version was approved, no other (no upgrade to
+    # 0.3.0, which replaces it, nor to the head 0.4.0, whose skipRange holds it)
     time.sleep(5)
-    assert (
-        kube.get_or_none(
-            f"{OPERATORS}/namespaces/{namespace}/clusterserviceversions/etcd-operator.v0.3.0"
-        )
-        is None
-    )
+    for newer in ("etcd-operator.v0.3.0", "etcd-operator.v0.4.0"):
+        path = f"{OPERATORS}/namespaces/{namespace}/clusterserviceversions/{newer}"
+        assert kube.get_or_none(path) is None, newer
     csv = kube.get(
         f"{OPERATORS}/namespaces/{namespace}/clusterserviceversions/etcd-operator.v0.2.0"
     )

@@ -30,7 +30,7 @@ from tests.e2e.helpers import Cluster, wait_for
 
 engine = olm_engines.engine
 catalog_address = real.catalog_address
-HEAD = "etcd-operator.v0.3.0"
+HEAD = "etcd-operator.v0.4.0"
 ETCD_GROUP = "etcd.olmtool.dev"
 
 
@@ -65,7 +65,9 @@ def fresh_crds(ready: Cluster) -> None:
     delete_crds(ready.kube, apis, timeout=120)
 
 
-@pytest.mark.parametrize("start", ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"])
+@pytest.mark.parametrize(
+    "start", ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0", "etcd-operator.v0.3.0"]
+)
 @pytest.mark.usefixtures("fresh_crds")
 def test_every_release_upgrades_to_the_head_with_data_intact(
     ready: Cluster, catalog_address: str, start: str
@@ -90,7 +92,7 @@ def test_every_release_upgrades_to_the_head_with_data_intact(
     )
     assert run.passed, run.failure
     assert run.reached == HEAD
-    assert [h.to_csv for h in run.hops] == [HEAD]  # one hop: skipRange >=0.1.0 <0.3.0
+    assert [h.to_csv for h in run.hops] == [HEAD]  # one hop: skipRange >=0.1.0 <0.4.0
     assert run.channel == "stable"  # the default channel, named in the Subscription
 
 
@@ -107,7 +109,7 @@ def test_without_a_channel_no_upgrade_is_offered(
         pytest.skip("real OLM v0.18.3's behaviour; olmtool's engine upgrades without a channel")
     kube = ready.kube
     namespace = f"nochan-{uuid.uuid4().hex[:6]}"
-    start = "etcd-operator.v0.2.0"  # replaced by the head, and in its skipRange
+    start = "etcd-operator.v0.3.0"  # replaced by the head, and in its skipRange
     spec = SubscriptionSpec("etcd-operator", "etcd-catalog", namespace, "", start, "Automatic")
     subscribe(
         kube, namespace, spec, InstallMode("OwnNamespace", (namespace,)), address=catalog_address
@@ -157,10 +159,14 @@ def test_test_upgrade_all_upgrades_every_release_and_writes_junit(
         hops = ", ".join(f"{h['to']} {h['seconds']:.1f}s" for h in run["hops"])
         print(f"\n{run['start']}: installed in {run['installSeconds']:.1f}s, hops {hops}")
     assert result.exit_code == 0, [(r["start"], r.get("failure")) for r in report["runs"]]
-    assert [r["start"] for r in report["runs"]] == ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0"]
+    assert [r["start"] for r in report["runs"]] == [
+        "etcd-operator.v0.1.0",
+        "etcd-operator.v0.2.0",
+        "etcd-operator.v0.3.0",
+    ]
     assert all(r["matchesPlan"] for r in report["runs"])
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("2", "0")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("3", "0")
     for case in suite.findall("testcase"):
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert properties["hop.1"] == f"{case.get('name')} -> {HEAD}"

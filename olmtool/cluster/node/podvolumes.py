@@ -115,7 +115,8 @@ class PodVolumeSet:
             wanted.append((target, volume.path, bool(mount.get("readOnly")), sub_path))
         if sa is not None:
             wanted.append((SA_MOUNT, sa.path, True, ""))
-        return plan_mounts(wanted, isolated=isolated)
+        state_dir = self.root.parents[2]  # <state>/pods/<pod>/.volumes: images live there too
+        return plan_mounts(wanted, isolated=isolated, visible=[state_dir])
 
     def remove(self) -> None:
         """Delete what the agent wrote for the Pod (hostPath and claim data stay)."""

@@ -384,11 +384,18 @@ def plan_mounts(
     *,
     isolated: bool,
     creatable: Sequence[str] = CREATABLE,
+    visible: Sequence[Path] = (),
 ) -> list[Mount]:
     """Decide, for each ``(mountPath, host dir, readOnly, subPath)``, between a bind mount
-    and the rewriting fallback, and create the host mount points the binds need."""
+    and the rewriting fallback, and create the host mount points the binds need.
+
+    A bind never covers a host directory the container still needs: a volume's source
+    or one of ``visible`` (the agent's state, where unpacked images live). An emptyDir
+    at ``/tmp`` while the agent keeps its state under ``/tmp`` is rewritten instead."""
     mounts: list[Mount] = []
     bound: list[str] = []
+    needed = [os.path.normpath(str(path)) for path in visible]
+    needed += [os.path.normpath(str(source)) for _, source, _, _ in wanted]
     for target, source, read_only, sub_path in sorted(wanted, key=lambda w: _depth(w[0])):
         target = os.path.normpath(target)
         if sub_path:
@@ -396,7 +403,8 @@ def plan_mounts(
             if not source.exists():
                 source.mkdir(parents=True, exist_ok=True)
         is_file = source.is_file()
-        bind = isolated and _bindable(target, is_file, bound, creatable)
+        hides = any(path == target or path.startswith(target.rstrip("/") + "/") for path in needed)
+        bind = isolated and not hides and _bindable(target, is_file, bound, creatable)
         mounts.append(Mount(source, target, read_only, bind, is_file))
         if bind:
             bound.append(target)
