@@ -24,6 +24,10 @@ class CatalogPublishResult:
     publish: PublishResult
     check: bool
     image: SavedImage | None = None
+    # what the image was built on: None for olmtool's serving image, "scratch", or a REF
+    base: str | None = None
+    image_size: int = 0  # compressed layers and config, what a registry stores
+    image_layers: int = 0
 
     @property
     def failed(self) -> bool:
@@ -46,6 +50,9 @@ class CatalogPublishResult:
         }
         if self.image:
             data.update(self.image.as_dict())
+            data["base"] = self.base
+            data["size"] = self.image_size
+            data["layers"] = self.image_layers
         return data
 
 
@@ -56,6 +63,7 @@ def catalog_publish(
     image: ImageTarget | None = None,
     allow_empty_image: bool = False,
     output_dir: Path | None = None,
+    base: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> CatalogPublishResult:
     """Render, validate and write every package of the project's ``catalog:`` section
@@ -64,7 +72,12 @@ def catalog_publish(
     without image (directories of a package without ``image:``) only with
     ``allow_empty_image``. ``output_dir`` (relative to the working directory) replaces
     the configured catalog root, for writing, ``check`` and the image; its Dockerfile
-    is ``<output_dir>.Dockerfile`` beside it."""
+    is ``<output_dir>.Dockerfile`` beside it.
+
+    The image serves the catalog as an opm-based one does (entrypoint ``catalog serve``
+    of the olmtool inside, port 50051, ``/usr/bin/grpc_health_probe``) on olmtool's Python
+    base; ``base`` stacks the catalog on an opm image REF instead (opm's ENTRYPOINT and
+    CMD), or with ``scratch`` builds the catalog alone."""
     project, settings = project_section(config, "catalog")
     if progress:
         progress("rendering bundles")
@@ -76,10 +89,18 @@ def catalog_publish(
         allow_empty_image=allow_empty_image,
         output=output_dir,
     )
-    result = CatalogPublishResult(published, check)
+    result = CatalogPublishResult(published, check, base=base)
     if image:
+        if progress:
+            progress("building the catalog image")
+        built = catalog_image(result.publish.root, base, progress=progress)
+        manifest = built.manifest_json
+        result.image_layers = len(manifest["layers"])
+        result.image_size = int(manifest["config"]["size"]) + sum(
+            int(layer["size"]) for layer in manifest["layers"]
+        )
         result.image = save_image(
-            catalog_image(result.publish.root),
+            built,
             image,
             default_layout=DEFAULT_LAYOUT,
             default_tag="latest",

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import semver
 
@@ -34,10 +36,13 @@ from olmtool.catalog.render import (
 )
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
 from olmtool.catalog.write import CatalogFormat, write_package
-from olmtool.errors import ArgumentError, InputError, display_path
+from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
 from olmtool.fsutil import TreeDiff, is_staging, remove_stale, write_atomic
 from olmtool.images import Image, build_image
 from olmtool.waivers import WaivedFinding, Waiver
+
+if TYPE_CHECKING:
+    from olmtool.images.build import WheelSource
 
 CONFIGS_DIR = "/configs"
 
@@ -424,18 +429,121 @@ LABEL {CATALOG_LABEL}={CONFIGS_DIR}
 """
 
 
-def catalog_image(root: Path) -> Image:
-    """A FROM-scratch image holding the catalog under /configs, labelled for OLM/catalogd.
+# What an opm-based catalog image runs (catalog.Dockerfile's ENTRYPOINT and CMD).
+OPM_ENTRYPOINT = ("/bin/opm",)
+OPM_CMD = ("serve", CONFIGS_DIR, "--cache-dir=/tmp/cache")
+# What olmtool's catalog image runs: the same server, on every address, on opm's port; no
+# cache directory (the index is built at start, in a few ms for most catalogs, into a
+# temporary file: a read-only root with a writable /tmp is enough).
+GRPC_PORT = 50051
+SERVE_ENTRYPOINT = ("/usr/bin/python3", "-m", "olmtool")
+SERVE_CMD = (
+    "catalog",
+    "serve",
+    CONFIGS_DIR,
+    "--host",
+    "0.0.0.0",
+    "--grpc-port",
+    str(GRPC_PORT),
+    "--http-port",
+    "0",
+    "--quiet",
+)
+SCRATCH = "scratch"  # no base, like a Dockerfile's FROM scratch
+_DEBIAN_EXAMPLE = re.compile(r"\s*\(for example --base [^)]*\)")
 
-    Without opm in it, OLM v1 (catalogd) can unpack it directly; OLM v0 reaches it through
-    ``olmtool catalog serve`` (a CatalogSource with an address).
-    """
-    from olmtool.catalog.load import catalog_files
+
+def _configs(root: Path) -> dict[str, bytes]:
+    """The catalog's files at ``configs/...`` (what opm and ``catalog.load`` read)."""
+    from olmtool.catalog.load import catalog_files as files_of
 
     files = {
         f"{CONFIGS_DIR.strip('/')}/{path.relative_to(root).as_posix()}": path.read_bytes()
-        for path in catalog_files(root)
+        for path in files_of(root)
     }
     if not files:
         raise InputError("the catalog holds no files", path=display_path(root))
-    return build_image(files, {CATALOG_LABEL: CONFIGS_DIR})
+    return files
+
+
+def catalog_image(
+    root: Path,
+    base: str | None = SCRATCH,
+    *,
+    pins: Sequence[str] | None = None,
+    wheels: WheelSource | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Image:
+    """The catalog under /configs, labelled for OLM/catalogd
+    (``operators.operatorframework.io.index.configs.v1=/configs``), on ``base``:
+
+    * ``scratch`` (the default here): nothing else. OLM v1 (catalogd) unpacks it; OLM v0
+      reaches it only through ``olmtool catalog serve`` (a CatalogSource with an address).
+    * None: an image that serves like an opm-based one (what ``catalog publish --image``
+      builds): olmtool's Python base, the distributions ``catalog serve`` imports
+      (``pins``, default those this environment runs; pip finds them through
+      ``wheels``), olmtool and ``/usr/bin/grpc_health_probe``; its entrypoint serves
+      /configs on :50051 (:data:`SERVE_ENTRYPOINT`, :data:`SERVE_CMD`) as the base's
+      user (65532). Raises ``DebianError`` (naming ``--base``) when the base cannot be
+      built.
+    * an image reference (an opm image): pulled, with /configs stacked on it and opm's
+      ENTRYPOINT/CMD, as ``catalog.Dockerfile`` builds it (without its cache step: opm
+      builds /tmp/cache when it starts).
+    """
+    files = _configs(root)
+    labels = {CATALOG_LABEL: CONFIGS_DIR}
+    if base == SCRATCH:
+        return build_image(files, labels)
+    if base is None:
+        return _serving_image(files, labels, pins, wheels, progress)
+    from olmtool.images import parse_reference, pull  # the registry client: only for this
+    from olmtool.images.catalogimage import configs_on_base
+
+    try:
+        ref = parse_reference(base)
+        if progress:
+            progress(f"pulling base image {ref}")
+        pulled = pull(ref)
+    except OlmtoolError as exc:
+        raise ArgumentError(exc.message, argument="base") from None
+    stacked = configs_on_base(
+        pulled,
+        files,
+        base_reference=str(ref),
+        labels=labels,
+        entrypoint=OPM_ENTRYPOINT,
+        cmd=OPM_CMD,
+    )
+    return stacked.image
+
+
+def _serving_image(
+    files: dict[str, bytes],
+    labels: dict[str, str],
+    pins: Sequence[str] | None,
+    wheels: WheelSource | None,
+    progress: Callable[[str], None] | None,
+) -> Image:
+    from olmtool.images.build import WheelSource
+    from olmtool.images.catalogimage import serving_image
+    from olmtool.images.debian import DebianError
+
+    try:
+        stacked = serving_image(
+            files,
+            labels=labels,
+            entrypoint=SERVE_ENTRYPOINT,
+            cmd=SERVE_CMD,
+            ports=(f"{GRPC_PORT}/tcp",),
+            pins=pins,
+            wheels=wheels or WheelSource(),
+            progress=progress,
+        )
+    except DebianError as exc:
+        # its example base is a Python image: a catalog's --base is an opm image or scratch
+        message = _DEBIAN_EXAMPLE.sub("", exc.message)
+        raise DebianError(
+            f"{message} (for a catalog image: --base quay.io/operator-framework/opm:latest, "
+            "or --base scratch for the catalog alone)"
+        ) from None
+    return stacked.image

@@ -1,9 +1,10 @@
 """CatalogSources: the registry server each one names, its connection state, its content.
 
 A ``grpc`` source with ``spec.address`` is dialled directly. One with ``spec.image`` gets
-the pod OLM would create: the catalog image, here served by ``olmtool catalog serve``
-(the node agent runs an olmtool-built image's files with the host's Python), plus a
-Service named after the source; the engine dials the pod. Content is read over the
+the pod OLM v0.18.3 creates: the catalog image run by its own entrypoint (opm's, or
+``olmtool catalog serve`` in olmtool's catalog images) on port 50051, with readiness and
+liveness probes ``grpc_health_probe -addr=:50051``, plus a Service named after the
+source; the engine dials the pod once it runs. Content is read over the
 registry API (:mod:`olmtool.olm.source`) when the connection comes up and again every
 poll interval (``spec.updateStrategy.registryPoll.interval``, else ``DEFAULT_REFRESH``).
 """
@@ -35,6 +36,7 @@ from olmtool.olm.source import READY, CatalogSourceUnavailable, fetch_config, fe
 from olmtool.olm.source import probe as probe_address
 
 GRPC_PORT = 50051
+HEALTH_PROBE = ("grpc_health_probe", f"-addr=:{GRPC_PORT}")
 DEFAULT_REFRESH = 15.0
 SOURCE_LABEL = "olm.catalogSource"
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|m|s|ms)")
@@ -283,9 +285,10 @@ def _same(old: JSON, new: JSON) -> bool:
 
 
 def _serving_pod(source: JSON, pod_name: str, image: str) -> JSON:
+    """OLM v0.18.3's registry pod (``reconciler.Pod``): the image's own entrypoint serves
+    on :50051, probed by its ``grpc_health_probe``; pulled always unless named by digest."""
     name = name_of(source)
-    command = ["python", "-m", "olmtool", "catalog", "serve", "/configs"]
-    command += ["--host", "0.0.0.0", "--port", str(GRPC_PORT), "--http-port", "0", "--quiet"]
+    probe = {"exec": {"command": list(HEALTH_PROBE)}}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -299,10 +302,15 @@ def _serving_pod(source: JSON, pod_name: str, image: str) -> JSON:
                 {
                     "name": "registry-server",
                     "image": image,
-                    "command": command,
                     "ports": [{"name": "grpc", "containerPort": GRPC_PORT}],
+                    "readinessProbe": {**probe, "initialDelaySeconds": 5, "timeoutSeconds": 5},
+                    "livenessProbe": {**probe, "initialDelaySeconds": 10},
+                    "resources": {"requests": {"cpu": "10m", "memory": "50Mi"}},
+                    "imagePullPolicy": "IfNotPresent" if "@" in image else "Always",
+                    "terminationMessagePolicy": "FallbackToLogsOnError",
                 }
             ],
+            "nodeSelector": {"kubernetes.io/os": "linux"},
             "restartPolicy": "Always",
         },
     }

@@ -171,6 +171,7 @@ def test_channels_come_from_annotations_and_csv_upgrade_fields(tmp_path: Path) -
         ("etcd-operator.v0.1.0", "", ""),
         ("etcd-operator.v0.2.0", "etcd-operator.v0.1.0", ""),
         ("etcd-operator.v0.3.0", "etcd-operator.v0.2.0", ">=0.1.0 <0.3.0"),
+        ("etcd-operator.v0.4.0", "etcd-operator.v0.3.0", ">=0.1.0 <0.4.0"),
     ]
     (package,) = config.packages
     assert package.default_channel == "stable"
@@ -261,7 +262,7 @@ def test_publish_pushes_the_catalog_image(tmp_path: Path, registry: LocalRegistr
     project = _project(tmp_path)
     reference = f"{registry.address}/olmtool/etcd-catalog:v1"
     target = ImageTarget(reference, layout=project / "build/oci/catalog", push=True)
-    result = _publish(project, image=target)
+    result = _publish(project, image=target, base="scratch")  # tests/catalog/test_catalog_image.py
     assert not result.failed
     assert result.image is not None and result.image.pushed
     assert result.as_dict()["image"] == reference
@@ -280,7 +281,7 @@ def test_publish_push_says_what_it_pushed(
     """Like ``bundle build --push``: the reference with its digest, then "pushed"."""
     monkeypatch.chdir(_project(tmp_path))
     reference = f"{registry.address}/olmtool/etcd-catalog:said"
-    result = cli("catalog", "publish", "--image", reference, "--push")
+    result = cli("catalog", "publish", "--image", reference, "--push", "--base", "scratch")
     assert result.returncode == 0, result.exception
     lines = result.stdout.splitlines()
     assert lines[-2] == f"image {reference}: {pull(reference).digest}"
@@ -298,7 +299,7 @@ def test_a_refused_push_is_one_line_and_keeps_the_catalog(
     target = ImageTarget(reference, layout=project / "build/oci/catalog", push=True)
     # An OlmtoolError is what olmtool.cli.main prints as one line, without a traceback.
     with pytest.raises(OlmtoolError) as refused:
-        _publish(project, image=target)
+        _publish(project, image=target, base="scratch")
     assert len(error_line(refused.value).strip().splitlines()) == 1
     assert read_tree(project / "catalog") == before
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+import olmtool.images.debian
+from olmtool.catalog.publish import catalog_image
 from olmtool.cluster.node import runtime as node_images
 from olmtool.cluster.node.runtime import (
     ImageError,
@@ -20,8 +25,12 @@ from olmtool.cluster.node.runtime import (
     python_dirs,
     well_known,
 )
+from olmtool.cluster.node.volumes import rewrite, rewrite_table
 from olmtool.images import LocalRegistry, parse_reference, push
+from olmtool.ports import free_port
 from tests.cluster.helpers import OPERATOR_CONFIG, OPERATOR_FILES, python_image
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def resolve(text: str, tmp_path: Path, registry: str | None = None) -> ResolvedImage:
@@ -235,3 +244,109 @@ def test_latest_is_checked_by_manifest_and_repulled_when_it_moves(
     assert never.image_id == resolved.image_id
     with pytest.raises(ImageError, match="imagePullPolicy is Never"):
         resolver.resolve(f"{registry.address}/olmtool/absent:1", "Never")
+
+
+# -- olmtool's catalog image: its entrypoint and its health probe, as the agent runs them --
+
+
+def test_catalog_image_serves_by_its_entrypoint_and_answers_its_probe(
+    registry: LocalRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``catalog publish --image``'s image (on a stand-in base, without pip): ``python3 -m
+    olmtool catalog serve /configs`` runs the image's olmtool with the host Python, and
+    ``grpc_health_probe`` (a ``#!/usr/bin/python3`` script on the image's PATH) answers 0."""
+    monkeypatch.setenv("OLMTOOL_CACHE", str(tmp_path / "cache"))
+    base = python_image(
+        {"etc/os-release": b"ID=fake\n"},
+        {"Env": [f"PATH={node_images.DEFAULT_PATH}"], "User": "65532", "WorkingDir": "/"},
+    )
+    built = SimpleNamespace(image=base, reference="docker.io/library/python:3.11")
+    monkeypatch.setattr(olmtool.images.debian, "python_base", lambda **_: built)
+    ref = f"{registry.address}/olmtool/catalog:serving"
+    push(catalog_image(REPO / "catalog", None, pins=[]), ref)
+    resolved = ImageResolver(tmp_path / "images").resolve(ref)
+    assert resolved.rootfs is not None
+    assert resolved.path_map == {
+        "/app": str(resolved.rootfs / "app"),
+        "/configs": str(resolved.rootfs / "configs"),
+    }
+    out = _serve_and_probe(resolved)
+    # the image's own olmtool, from the unpacked /app
+    assert f"olmtool from {resolved.rootfs / 'app/olmtool'}" in out
+
+
+def test_a_catalog_image_without_a_command_serves_with_the_hosts_olmtool(
+    registry: LocalRegistry, tmp_path: Path
+) -> None:
+    """``/configs`` and its label only (``--base scratch``, ``install --catalog DIR``)."""
+    ref = f"{registry.address}/olmtool/catalog:scratch"
+    push(catalog_image(REPO / "catalog"), ref)
+    resolved = ImageResolver(tmp_path / "images").resolve(ref)
+    assert resolved.entrypoint[:6] == ["python3", "-m", "olmtool", "catalog", "serve", "/configs"]
+    assert resolved.cmd == [] and resolved.python_path == []
+    _serve_and_probe(resolved)
+    again = ImageResolver(tmp_path / "images").resolve(ref)  # the probe is written once
+    assert again.entrypoint == resolved.entrypoint
+
+
+SHOW_ORIGIN = "import olmtool, sys; print('olmtool from', olmtool.__path__[0], file=sys.stderr)"
+
+
+def _serve_and_probe(resolved: ResolvedImage) -> str:
+    """Start the image's default command as the agent does (``containers.launch_spec``:
+    paths rewritten, its Python dirs first on PYTHONPATH, in its working directory; the
+    port moved off 50051), wait
+    until its ``grpc_health_probe`` answers 0, stop it; its stderr."""
+    rootfs = resolved.rootfs
+    assert rootfs is not None
+    port = free_port()
+    table = rewrite_table([], resolved.path_map)
+    command = resolved.default_command([], [])
+    command = [str(port) if a == "50051" else a for a in command]
+    argv = [rewrite(a, table) for a in command]
+    env = {"PATH": node_images.DEFAULT_PATH, **resolved.env}
+    env = {k: rewrite(v, table) for k, v in env.items()}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [*resolved.python_path, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
+    )
+    argv = resolved.resolve_executable(argv, env["PATH"])
+    assert argv[:6] == [
+        sys.executable,
+        "-m",
+        "olmtool",
+        "catalog",
+        "serve",
+        rewrite("/configs", table),
+    ]
+    assert argv[6:] == [
+        "--host",
+        "0.0.0.0",
+        "--grpc-port",
+        str(port),
+        "--http-port",
+        "0",
+        "--quiet",
+    ]
+    probe = resolved.resolve_executable(["grpc_health_probe", f"-addr=:{port}"], env["PATH"])
+    assert probe == [sys.executable, str(rootfs / "usr/bin/grpc_health_probe"), f"-addr=:{port}"]
+    cwd = resolved.working_dir or "/"
+    show = [sys.executable, "-c", SHOW_ORIGIN]
+    shown = subprocess.run(show, env=env, cwd=cwd, capture_output=True)
+    server = subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            answer = subprocess.run(probe, env=env, cwd=cwd, capture_output=True, text=True)
+            if answer.returncode == 0 or time.monotonic() > deadline or server.poll() is not None:
+                break
+            assert answer.returncode == 2, answer.stderr  # not listening yet
+            time.sleep(0.2)
+        assert answer.returncode == 0, (answer.stderr, server.poll())
+        assert answer.stderr == "status: SERVING\n"
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=30)
+    assert f"serving api.Registry on 0.0.0.0:{port}" in out.decode()
+    return shown.stderr.decode()

@@ -379,14 +379,16 @@ def test_22_service_account_shared_and_rbac_changed_across_an_upgrade(world: Wor
 def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
     world: World,
 ) -> None:
-    """olmtool's engine: a CatalogSource with ``spec.image`` (a catalog image in the
-    cluster's registry) gets the pod OLM would create, here ``olmtool catalog serve``, and
-    a Service named after the source; pointing the source at a newer image replaces the pod
-    and the Subscription upgrades. Real OLM here would run the image's own entrypoint (opm,
-    which an olmtool catalog image does not carry), so this is the engine's alone."""
+    """olmtool's engine: a CatalogSource with ``spec.image`` (the catalog image ``catalog
+    publish --image`` builds, in the cluster's registry) gets the pod OLM would create, run
+    by the image's own entrypoint (``olmtool catalog serve``) and probed by its
+    ``grpc_health_probe``, and a Service named after the source; pointing the source at a
+    newer image replaces the pod and the Subscription upgrades. Real OLM dials the
+    Service by its cluster DNS name, which the local cluster lacks, so this is the
+    engine's alone."""
     w = world
     if w.engine.name != "olmtool":
-        pytest.skip("real OLM runs opm from the catalog image, which the node agent cannot run")
+        pytest.skip("real OLM dials the registry Service by DNS name; the local cluster has none")
     registry = w.engine.cluster.registry
     if registry is None:
         pytest.skip("docker-registry is not installed (make tools)")
@@ -399,7 +401,7 @@ def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
     references = []
     for index, bundles in enumerate(([old], [old, new])):
         root = write_catalog(w.tmp / f"imaged-{index}", bundles)
-        push(catalog_image(root), f"{registry}/scenario/imaged-{w.id}:{index}")
+        push(catalog_image(root, None), f"{registry}/scenario/imaged-{w.id}:{index}")
         references.append(f"localhost:5000/scenario/imaged-{w.id}:{index}")  # the alias
     ns = w.namespace()
     source = {
@@ -418,7 +420,18 @@ def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
     assert w.kube.get_or_none(f"/api/v1/namespaces/{ns}/services/catalog") is not None
     pods = w.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector="olm.catalogSource=catalog")
     (pod,) = pods["items"]
-    assert pod["spec"]["containers"][0]["image"] == references[0]
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == references[0] and "command" not in container
+    assert container["readinessProbe"]["exec"]["command"] == ["grpc_health_probe", "-addr=:50051"]
+
+    def ready() -> bool:  # the image's grpc_health_probe answered 0
+        now = w.kube.get(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}")
+        return any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in status(now).get("conditions", [])
+        )
+
+    wait_for(ready, 60, "the registry pod Ready")
 
     path = f"{V1ALPHA1}/namespaces/{ns}/catalogsources/catalog"
     w.kube.patch(path, {"spec": {"image": references[1]}})

@@ -11,7 +11,7 @@ from olmtool import actions
 from olmtool.catalog import BundlePayload, CatalogFormat
 from olmtool.cli import output as out
 from olmtool.cli.catalog import app
-from olmtool.errors import display_path
+from olmtool.errors import UsageError, display_path
 
 if TYPE_CHECKING:
     from olmtool.actions import CatalogPublishResult
@@ -39,6 +39,13 @@ def publish_command(
         help="Write (or --check) the catalog in this directory instead of catalog.output; "
         "its Dockerfile goes beside it, DIR.Dockerfile.",
     ),
+    base: str | None = typer.Option(
+        None,
+        "--base",
+        help="With --image: stack /configs on this opm image REF (opm's entrypoint, as "
+        "catalog.Dockerfile does), or scratch for the catalog alone (default: an image "
+        "serving it with olmtool on its Python base).",
+    ),
     output: out.OutputFormat = out.OutputOption,
 ) -> None:
     """Write catalog/<package>/ from the catalog section of olmtool.yaml.
@@ -49,6 +56,11 @@ def publish_command(
     without one, publishing refuses unless --allow-empty-image. Findings olmtool.yaml's
     validate.ignore waives do not stop it.
 
+    --image builds a catalog image that serves like an opm-based one: its entrypoint
+    runs `olmtool catalog serve /configs` on :50051 (all addresses), and
+    /bin/grpc_health_probe answers OLM's registry-pod probes; it runs as user 65532 and
+    needs no writable path but /tmp.
+
     Examples:
 
       olmtool catalog publish
@@ -57,9 +69,13 @@ def publish_command(
 
       olmtool catalog publish --image 127.0.0.1:5000/olmtool/etcd-catalog:latest --push
 
+      olmtool catalog publish --image my/catalog:1 --base quay.io/operator-framework/opm:v1.26.0
+
       olmtool catalog publish --allow-empty-image -d build/catalog-inline   # a variant
     """
     target = out.image_target(image, layout, push_image)
+    if base is not None and not image:
+        raise UsageError("--base needs --image REF")
     result = out.with_progress(
         "publishing",
         actions.catalog_publish,
@@ -68,6 +84,7 @@ def publish_command(
         image=target,
         allow_empty_image=allow_empty_image,
         output_dir=output_dir,
+        base=base,
     )
     out.emit(result.as_dict(), output, lambda: _print_publish(result, output_dir))
     out.exit_if(result.failed)
@@ -93,6 +110,10 @@ def _print_publish(result: CatalogPublishResult, output_dir: Path | None = None)
     if check and published.stale:
         again = f" -d {out.escape(str(output_dir))}" if output_dir else ""
         out.stdout.print(f"run [bold]olmtool catalog publish{again}[/] to update it")
+    if result.image:
+        on = result.base or "olmtool's Python base (serving with olmtool)"
+        size = f"{result.image_size / 1e6:.1f} MB in {result.image_layers} layer(s)"
+        out.stdout.print(f"catalog image on {out.escape(on)}: {size}")
     out.print_saved_image(result.image, layout=False)
 
 
