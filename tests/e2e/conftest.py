@@ -35,6 +35,7 @@ from olmtool.cluster.node import NodeAgent
 from olmtool.cluster.node.kube import Kube
 from olmtool.images import find_registry_binary, start_registry
 from tests.e2e.helpers import TIMINGS, Cluster, node_ready, service_account_ready, wait_for
+from tests.e2e.ocirun import require_runtime
 
 REQUIRED = ("etcd", "kube-apiserver")
 
@@ -56,6 +57,13 @@ def kube_assets(request: pytest.FixtureRequest) -> Path:
             pytest.skip(f"no kube-apiserver: set KUBEBUILDER_ASSETS or build it ({reason})")
         assets = _build_in_sight(request.config)
     return assets
+
+
+@pytest.fixture(scope="session")
+def oci_runtime() -> None:
+    """runc, umoci and ip as root, for running images (tests/e2e/ocirun.py): skipped with
+    the reason where missing, like the assets above; a failure in CI."""
+    require_runtime()
 
 
 def _build_in_sight(config: pytest.Config) -> Path:
