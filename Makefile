@@ -69,7 +69,7 @@ demo: install
 	$(BIN)/olmtool crd generate
 	$(BIN)/olmtool crd validate --strict operator/config/crd
 	$(BIN)/olmtool bundle build
-	$(BIN)/olmtool bundle validate bundle/etcd-operator/0.3.0 --strict --select all
+	$(BIN)/olmtool bundle validate bundle/etcd-operator/0.4.0 --strict --select all
 	$(BIN)/olmtool catalog publish
 	$(BIN)/olmtool catalog validate catalog --strict
 

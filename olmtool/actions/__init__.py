@@ -21,8 +21,7 @@ lazy_package(
     __name__,
     {
         "olmtool.actions.bundle_build": (
-            "BaseLockResult",
-    "BundleBuildResult",
+            "BundleBuildResult",
             "ReleaseBuild",
             "bundle_build",
         ),
