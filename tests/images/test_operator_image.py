@@ -306,3 +306,37 @@ def test_another_python_than_the_debian_base_is_refused_at_its_line(
     with pytest.raises(InputError, match=r"olmtool's Debian base has Python 3\.11") as caught:
         build(root, wheels)
     assert caught.value.line == text.splitlines().index("  python: '3.12'") + 1
+
+
+def test_without_apt_get_the_cli_names_base_in_one_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "project"
+    root.mkdir()
+    wheels = make_project(root, base=None)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty), "OLMTOOL_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "olmtool",
+            "image",
+            "build",
+            "--no-index",
+            "--find-links",
+            str(wheels),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert "apt-get not found" in lines[0] and "--base REF" in lines[0]
