@@ -25,7 +25,7 @@ def _fake_pip(args: list[str], **_: object) -> None:
 
 
 def _locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setattr(wheels, "_pip", _fake_pip)
+    monkeypatch.setattr(wheels, "run_pip", _fake_pip)
     source = tmp_path / "requirements.in"
     source.write_text("kopf\n")
     lock = tmp_path / "requirements.lock"

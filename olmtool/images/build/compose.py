@@ -257,14 +257,19 @@ def compressed(tar: bytes) -> bytes:
     except OSError:
         pass
     blob = gzip.compress(tar, mtime=0)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as handle:
-            handle.write(blob)
-        os.replace(handle.name, cached)
-    except OSError:
-        pass  # a cache we cannot write only costs time
+    write_cache(cached, blob)
     return blob
+
+
+def write_cache(path: Path, data: bytes) -> None:
+    """A cache file written whole or not at all; a cache we cannot write only costs time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+            handle.write(data)
+        os.replace(handle.name, path)
+    except OSError:
+        pass
 
 
 def _add_tree(directory: Path, prefix: str, files: dict[str, bytes], executable: set[str]) -> None:

@@ -83,7 +83,7 @@ def lock_requirements(
         raise InputError("no such requirements file (the lock's input)", path=source)
     with tempfile.TemporaryDirectory(prefix="olmtool-lock-") as tmp:
         report = Path(tmp) / "report.json"
-        _pip(
+        run_pip(
             [
                 "install",
                 "--dry-run",
@@ -126,7 +126,7 @@ def install_wheels(
     _download(lock, cache, python=python, wheels=wheels, progress=progress)
     if progress:
         progress("installing the locked wheels")
-    _pip(
+    run_pip(
         [
             "install",
             "--target",
@@ -177,7 +177,7 @@ def _download(
     if progress:
         progress("downloading the locked wheels")
     cache.mkdir(parents=True, exist_ok=True)
-    _pip(
+    run_pip(
         [
             "download",
             "--dest",
@@ -196,7 +196,7 @@ def _download(
     marker.write_text(f"{lock}\n")
 
 
-def _pip(args: list[str], *, what: Path, progress: Callable[[str], None] | None = None) -> None:
+def run_pip(args: list[str], *, what: Path, progress: Callable[[str], None] | None = None) -> None:
     command = [sys.executable, "-m", "pip", *args]
     command += ["--disable-pip-version-check", "--no-input", "--progress-bar=off"]
     try:
@@ -238,7 +238,7 @@ def _pins(report: dict) -> list[tuple[str, str, str]]:
         sha = archive.get("hashes", {}).get("sha256") or _legacy_hash(archive.get("hash", ""))
         if not sha:
             raise PipError(f"pip reported no sha256 for {metadata['name']} ({info.get('url')})")
-        pins.append((_canonical(metadata["name"]), metadata["version"], sha))
+        pins.append((canonical_name(metadata["name"]), metadata["version"], sha))
     return sorted(pins)
 
 
@@ -247,7 +247,7 @@ def _legacy_hash(value: str) -> str:
     return digest if name == "sha256" else ""
 
 
-def _canonical(name: str) -> str:
+def canonical_name(name: str) -> str:
     """PEP 503's normal form, so the lock sorts and diffs the same however names are cased."""
     return "-".join(name.replace("_", "-").replace(".", "-").lower().split("-"))
 

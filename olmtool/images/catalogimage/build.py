@@ -32,16 +32,16 @@ from typing import Any
 
 from olmtool import __version__
 from olmtool.errors import InputError
-from olmtool.images.build.compose import LayerInfo, compressed, merge_env, stack
+from olmtool.images.build.compose import LayerInfo, compressed, merge_env, stack, write_cache
 from olmtool.images.build.wheels import (
     IMPLEMENTATION,
     PLATFORM,
     PipError,
     WheelSource,
-    _canonical,
-    _pip,
     cache_dir,
+    canonical_name,
     normalize_tree,
+    run_pip,
     target_args,
 )
 from olmtool.images.image import EPOCH, Image, digest_of, layer_tar
@@ -237,7 +237,7 @@ def runtime_pins(requirements: Iterable[str] = SERVE_REQUIREMENTS) -> list[str]:
     todo = [requirement_class(text) for text in requirements]
     while todo:
         requirement = todo.pop()
-        name = _canonical(requirement.name)
+        name = canonical_name(requirement.name)
         try:
             distribution = importlib.metadata.distribution(requirement.name)
         except importlib.metadata.PackageNotFoundError:
@@ -291,12 +291,12 @@ def site_packages_tar(
             progress(f"downloading {len(pins)} wheels for CPython {python}")
         try:
             download = ["download", "--dest", str(store), "--no-deps", *target_args(python)]
-            _pip([*download, *wheels.args(), *pins], what=store, progress=progress)
+            run_pip([*download, *wheels.args(), *pins], what=store, progress=progress)
             if progress:
                 progress(f"installing {len(pins)} wheels")
             install = ["install", "--target", str(target), "--no-index", "--find-links", str(store)]
             install += ["--no-deps", "--no-compile", "--no-warn-script-location"]
-            _pip([*install, *target_args(python), *pins], what=store)
+            run_pip([*install, *target_args(python), *pins], what=store)
         except PipError as exc:
             raise PipError(f"the catalog image's Python dependencies: {exc.message}") from None
         normalize_tree(target)
@@ -304,7 +304,7 @@ def site_packages_tar(
         executable: set[str] = set()
         _add_tree(target, SITE_PACKAGES, files, executable)
     tar = layer_tar(files, executable=executable)
-    _write_cache(cached, tar)
+    write_cache(cached, tar)
     return tar
 
 
@@ -334,14 +334,3 @@ def _add_tree(directory: Path, prefix: str, files: dict[str, bytes], executable:
             files[image_path] = path.read_bytes()
             if path.stat().st_mode & 0o111:
                 executable.add(image_path)
-
-
-def _write_cache(path: Path, data: bytes) -> None:
-    """A cache file written whole or not at all; a cache we cannot write only costs time."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
-            handle.write(data)
-        os.replace(handle.name, path)
-    except OSError:
-        pass
