@@ -110,8 +110,10 @@ def base_lock(
     ),
     output: out.OutputFormat = out.OutputOption,
 ) -> None:
-    """Pin the packages of olmtool's images (the Python base, the etcd and busybox
-    stand-ins) to the versions and sha256 the Debian mirror and PyPI offer now.
+    """Pin the packages of olmtool's images to what the Debian mirror and PyPI offer now.
+
+    The Python base and the etcd and busybox stand-ins: each .deb and wheel with its
+    version and sha256, in olmtool/images/debian/images.lock.
 
     Examples:
 
