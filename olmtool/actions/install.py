@@ -139,12 +139,13 @@ def _registry_cluster(root: Path, target: Target) -> local.Cluster:
 
 
 def _push_catalog_dir(root: Path, package: str, cluster: local.Cluster) -> str:
-    """The directory as a catalog image in the local cluster's registry; its reference
-    under the registry's ``localhost:5000`` alias (what the node agent pulls)."""
+    """The directory as a catalog image that serves (what ``catalog publish --image``
+    builds: real OLM and the engine run it by its entrypoint) in the local cluster's
+    registry; its reference under the registry's ``localhost:5000`` alias."""
     from olmtool.catalog.publish import catalog_image
     from olmtool.images import push
 
-    image = catalog_image(root)
+    image = catalog_image(root, None)
     tag = image.digest.removeprefix("sha256:")[:12]
     repository = f"olmtool/catalogs/{package}:{tag}"
     push(image, f"{cluster.registry}/{repository}")

