@@ -102,7 +102,12 @@ def test_crd_upgrades_keep_existing_clusters(api: client.ApiClient) -> None:
                 GROUP, api_version, "default", "etcdclusters", example
             )
             created.append(example["metadata"]["name"])
-    assert stored_versions == [["v1alpha1"], ["v1alpha1"], ["v1alpha1", "v1beta1"]]
+    assert stored_versions == [
+        ["v1alpha1"],
+        ["v1alpha1"],
+        ["v1alpha1", "v1beta1"],
+        ["v1alpha1", "v1beta1"],
+    ]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
