@@ -28,6 +28,25 @@ from tests.test_cli import olmtool
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def assert_hash_based_bytecode(files: dict[str, bytes]) -> None:
+    """Bytecode only as olmtool compiles it: one unchecked hash-based (PEP 552: flags 1)
+    ``__pycache__/<module>.cpython-311.pyc`` per module (none of pip's; none at all when
+    the tests do not run on 3.11, the images' Python)."""
+    import sys
+
+    compiled = {p for p in files if p.endswith((".pyc", ".pyo"))}
+    modules = {p for p in files if p.endswith(".py")}
+    if sys.version_info[:2] != (3, 11):
+        assert not compiled
+        return
+    expected = {
+        f"{p.rpartition('/')[0]}/__pycache__/{p.rpartition('/')[2][:-3]}.cpython-311.pyc"
+        for p in modules
+    }
+    assert compiled == expected
+    assert {int.from_bytes(files[p][4:8], "little") for p in compiled} == {1}
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """(project dir, wheels dir) with a private wheel cache."""
@@ -113,7 +132,8 @@ def test_the_image_config_and_files(project: tuple[Path, Path]) -> None:
     files = image.files()
     assert files["app/op/__init__.py"] == b"VALUE = 1\n"
     assert files["app/site-packages/tinydep/__init__.py"] == b"VERSION = '1.0'\n"
-    assert not [p for p in files if "__pycache__" in p or p.endswith(".pyc") or "direct_url" in p]
+    assert not [p for p in files if "direct_url" in p]
+    assert_hash_based_bytecode(files)
     script = files["app/site-packages/bin/tinydep"]
     assert script.startswith(b"#!/usr/bin/env python3\n")  # not the builder's interpreter
     record = files["app/site-packages/tinydep-1.0.dist-info/RECORD"].decode()

@@ -1,7 +1,7 @@
 """The operator image: a dependencies layer and an application layer, on scratch or a base.
 
-Layers are reproducible (:func:`olmtool.images.layer_tar`: sorted, mtime 0, root-owned,
-no bytecode), so the same sources and lock give the same digest, and a code change only
+Layers are reproducible (:func:`olmtool.images.layer_tar`: sorted, mtime 0, root-owned;
+pip's bytecode left out, hash-based bytecode compiled in: :mod:`olmtool.images.bytecode`), so the same sources and lock give the same digest, and a code change only
 changes the small application layer: a push then uploads that layer, the config and the
 manifest (the registry client skips blobs the registry has).
 """
@@ -21,6 +21,7 @@ from typing import Any
 from olmtool.errors import InputError
 from olmtool.images.build.settings import ImageSettings
 from olmtool.images.build.wheels import WheelSource, cache_dir, install_wheels
+from olmtool.images.bytecode import compile_sources
 from olmtool.images.image import (
     OCI_CONFIG,
     OCI_LAYER,
@@ -104,10 +105,14 @@ def build_operator_image(
 ) -> OperatorImage:
     """The image ``settings`` describes (paths relative to ``root``), stacked on ``base``."""
     app_files, app_exec = package_files(root, settings.packages)
+    app_files.update(compile_sources(app_files, settings.python))
     layers: list[tuple[str, bytes, str]] = []
     if settings.requirements:
         lock = root / settings.requirements
         files, executable = dependency_files(lock, settings.python, wheels, progress)
+        if progress:
+            progress("compiling the dependencies' bytecode")
+        files.update(compile_sources(files, settings.python))
         layers.append(("dependencies", layer_tar(files, executable=executable), lock.name))
     layers.append(("application", layer_tar(app_files, executable=app_exec), "packages"))
     if progress:

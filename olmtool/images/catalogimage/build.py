@@ -1,7 +1,7 @@
 """Catalog images: olmtool serving ``/configs`` on its Python base, or ``/configs`` on opm.
 
 The serving image is four parts, bottom first, each reproducible (sorted, root-owned,
-mtime 0, no bytecode; gzip without a timestamp; created at the epoch), so the same
+mtime 0, hash-based bytecode only; gzip without a timestamp; created at the epoch), so the same
 catalog, olmtool source and pins give the same digest:
 
 1. olmtool's Python base (:func:`olmtool.images.debian.python_base`, kept byte for byte);
@@ -9,7 +9,7 @@ catalog, olmtool source and pins give the same digest:
    (:data:`SERVE_REQUIREMENTS` and what they require, :func:`runtime_pins`), each at the
    version this environment runs, installed by pip for the image's platform (CPython
    3.11, manylinux2014 x86_64) and cached by the pins (``<cache>/catalog-site/``);
-3. ``/app/olmtool`` (the running olmtool's package files, without bytecode) and
+3. ``/app/olmtool`` (the running olmtool's package files, its own bytecode compiled) and
    ``/usr/bin/grpc_health_probe`` (a ``#!/usr/bin/python3`` script over
    :mod:`olmtool.serve.healthprobe`: on the base's merged ``/usr`` it is also
    ``/bin/grpc_health_probe``);
@@ -44,6 +44,7 @@ from olmtool.images.build.wheels import (
     run_pip,
     target_args,
 )
+from olmtool.images.bytecode import compile_sources
 from olmtool.images.image import EPOCH, Image, digest_of, layer_tar
 
 Progress = Callable[[str], None] | None
@@ -95,7 +96,7 @@ sys.exit(probe.main())
 """
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 # Bump when what a cached site-packages tar holds changes for the same pins.
-_SITE_FORMAT = "1"
+_SITE_FORMAT = "2"  # 2: with bytecode
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def serving_image(
             )
         )
     files, executable = olmtool_files()
+    files.update(compile_sources(files, PYTHON))
     files[PROBE_PATH] = PROBE_SCRIPT
     executable.add(PROBE_PATH)
     layers.append(
@@ -303,6 +305,7 @@ def site_packages_tar(
         files: dict[str, bytes] = {}
         executable: set[str] = set()
         _add_tree(target, SITE_PACKAGES, files, executable)
+    files.update(compile_sources(files, python))
     tar = layer_tar(files, executable=executable)
     write_cache(cached, tar)
     return tar

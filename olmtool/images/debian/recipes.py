@@ -66,7 +66,7 @@ def _python(rootfs: RootFs, files: Files) -> None:
     bundle = b"".join(rootfs.nodes[f"{certs}/{name}"].data for name in rootfs.names(certs))
     rootfs.file(CA_BUNDLE, bundle)
     rootfs.remove("etc/ca-certificates.conf")
-    compile_python(rootfs, "usr/lib/python3.11", (3, 11))
+    compile_python(rootfs, "usr/lib/python3.11", "3.11")
 
 
 def _etcd_debian(rootfs: RootFs, files: Files) -> None:

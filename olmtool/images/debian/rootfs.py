@@ -12,16 +12,14 @@ packages give the same bytes.
 from __future__ import annotations
 
 import io
-import os
 import posixpath
 import subprocess
-import sys
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.errors import OlmtoolError
+from olmtool.images.bytecode import compile_sources
 
 MERGED = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # Documentation a runtime never reads; each package's copyright notice stays.
@@ -142,53 +140,19 @@ class RootFs:
             parent = posixpath.dirname(parent)
 
 
-def compile_python(tree: RootFs, directory: str, version: tuple[int, int]) -> int:
+def compile_python(tree: RootFs, directory: str, python: str) -> int:
     """Add ``__pycache__`` bytecode for every module under ``directory`` (Debian writes it
-    in a maintainer script, which never runs here), so that a read-only root does not
-    recompile the standard library at every start. Hash-based and unchecked (PEP 552):
-    no timestamps, the same sources give the same bytes. Only when this interpreter is
-    the image's version (the bytecode format is per minor version); returns the count."""
-    if sys.version_info[:2] != version:
-        return 0
+    in a maintainer script, which never runs here; :mod:`olmtool.images.bytecode`);
+    returns the count."""
     sources = {
-        p: n.data
-        for p, n in tree.nodes.items()
-        if p.startswith(directory + "/") and p.endswith(".py") and n.kind == tarfile.REGTYPE
+        path: node.data
+        for path, node in tree.nodes.items()
+        if path.startswith(directory + "/") and node.kind == tarfile.REGTYPE
     }
-    with tempfile.TemporaryDirectory(prefix="olmtool-pyc-") as tmp:
-        for path, data in sources.items():
-            target = os.path.join(tmp, path)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as handle:
-                handle.write(data)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "compileall",
-                "-q",
-                "-j",
-                "0",
-                "--invalidation-mode",
-                "unchecked-hash",
-                "-d",
-                "/" + directory,
-                os.path.join(tmp, directory),
-            ],
-            capture_output=True,
-            timeout=600,
-            env={**os.environ, "PYTHONHASHSEED": "0"},
-        )  # a module that does not compile (2to3's test data) just gets no bytecode
-        count = 0
-        for root, _, files in os.walk(os.path.join(tmp, directory)):
-            if os.path.basename(root) != "__pycache__":
-                continue
-            for name in files:
-                full = os.path.join(root, name)
-                with open(full, "rb") as handle:
-                    tree.file(os.path.relpath(full, tmp), handle.read())
-                count += 1
-    return count
+    compiled = compile_sources(sources, python)
+    for path, data in compiled.items():
+        tree.file(path, data)
+    return len(compiled)
 
 
 def merged_path(name: str) -> str:
