@@ -38,6 +38,12 @@ def up(
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
+    kubelet: bool = typer.Option(
+        False,
+        "--kubelet",
+        help="A real node: containerd and kubelet 1.20 (needs `olmtool cluster assets --node` "
+        "and `make tools`) instead of the node agent.",
+    ),
     no_olm: bool = typer.Option(
         False,
         "--no-olm",
@@ -62,6 +68,7 @@ def up(
         name=name,
         registry_port=None if no_registry else registry_port,
         node=not no_node,
+        kubelet=kubelet,
         olm_crds=not no_olm,
         timeout=timeout,
     )
@@ -253,17 +260,27 @@ def assets(
         "--optional",
         help="Outside CI, where they cannot be built here, say why and exit 0 (the e2e tests skip).",
     ),
+    node: bool = typer.Option(
+        False,
+        "--node",
+        help="Also a real node's kubelet, kube-proxy and pause (cluster up --kubelet).",
+    ),
 ) -> None:
     """Find or build the control-plane binaries and print their folder.
 
     kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kubectl. Uses KUBEBUILDER_ASSETS, else ~/.cache/olmtool/assets, else builds them from Debian's
     kubernetes source package (once: about 13 minutes on 2 cores, a line per stage).
 
-    Example: olmtool cluster assets
+    Examples:
+
+      olmtool cluster assets
+
+      olmtool cluster assets --node    # kubelet too: about 12 CPU-minutes more, once
     """
     from olmtool.cluster import build_assets, build_blocker, default_assets_dir, find_assets
+    from olmtool.cluster.assets import CONTROL_PLANE, NODE
 
-    folder = find_assets()
+    folder = find_assets((*CONTROL_PLANE, *NODE) if node else CONTROL_PLANE)
     if folder is None:
         blocker = build_blocker()
         if optional and blocker and not os.environ.get("CI"):
@@ -273,5 +290,5 @@ def assets(
             "building the Kubernetes control plane from Debian's source package into "
             f"{default_assets_dir()} (once; about 13 minutes on 2 cores)"
         )
-        folder = build_assets()
+        folder = build_assets(node=node)
     stdout.print(str(folder))

@@ -20,6 +20,7 @@ from olmtool.errors import OlmtoolError
 
 KUBERNETES_VERSION = "1.20.2"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+NODE = ("kubelet", "kube-proxy", "pause")  # a real node's, built with --node
 BUILD_SCRIPT = Path(__file__).with_name("build-kube-assets.sh")
 
 
@@ -71,8 +72,10 @@ def build_blocker() -> str | None:
     return None
 
 
-def build_assets(target: Path | None = None) -> Path:
-    """Build the control plane from Debian's kubernetes source package (minutes, cached).
+def build_assets(target: Path | None = None, *, node: bool = False) -> Path:
+    """Build the control plane (``node``: and a real node's kubelet, kube-proxy and
+    pause) from Debian's kubernetes source package (minutes, cached; only what the
+    folder lacks is built).
 
     The build script prints a line per stage on stderr (inherited: callers that capture
     output, like pytest, must let it through for the build to show progress)."""
@@ -83,7 +86,8 @@ def build_assets(target: Path | None = None) -> Path:
             f"cannot build Kubernetes here: {blocker}; "
             "set KUBEBUILDER_ASSETS to a folder with kube-apiserver and etcd"
         )
-    result = subprocess.run(["bash", str(BUILD_SCRIPT), str(target)], check=False)
+    flags = ["--node"] if node else []
+    result = subprocess.run(["bash", str(BUILD_SCRIPT), *flags, str(target)], check=False)
     if result.returncode != 0:
         raise AssetsError(
             f"building Kubernetes {KUBERNETES_VERSION} failed (exit {result.returncode}); "

@@ -2,7 +2,7 @@
 # build-kube-assets.sh - build a local Kubernetes control plane from Debian's
 # `kubernetes` source package (no Docker, no prebuilt downloads).
 #
-# Usage: build-kube-assets.sh [OUTPUT_DIR]
+# Usage: build-kube-assets.sh [--node] [OUTPUT_DIR]
 #
 # OUTPUT_DIR defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/olmtool/assets/kubernetes-1.20.2-<recipe>,
 # where <recipe> is the first 12 hex digits of this script's sha256: a changed recipe
@@ -10,10 +10,11 @@
 # and receives kube-apiserver, kube-controller-manager, kube-scheduler (built
 # from source), etcd (Debian etcd-server) and kubectl (Debian kubernetes-client,
 # or a symlink to the kubectl on PATH). The layout matches envtest's
-# KUBEBUILDER_ASSETS convention.
+# KUBEBUILDER_ASSETS convention. With --node it also builds a real node's binaries:
+# kubelet (static), kube-proxy and pause (the sandbox's process, from build/pause).
 #
-# Idempotent: if OUTPUT_DIR already holds the four required executables the
-# script exits 0 immediately. The Go build cache is kept under the user cache
+# Idempotent: if OUTPUT_DIR already holds the required executables the script
+# exits 0 immediately; only the missing components are built. The Go build cache is kept under the user cache
 # dir so a rebuild is faster; the source tree is removed after the build.
 #
 # Environment:
@@ -28,12 +29,18 @@ KUBE_DEB_VERSION="${KUBE_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}"
 DEB_SUITE="bookworm"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/olmtool"
 RECIPE="$(sha256sum "$0" | cut -c1-12)"
+NODE=0
+if [[ "${1:-}" == --node ]]; then
+    NODE=1
+    shift
+fi
 OUT_DIR="${1:-$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION-$RECIPE}"
 BUILD_ROOT="$CACHE_ROOT/build"
 WORK_DIR="$BUILD_ROOT/kubernetes-$KUBE_VERSION" # fixed path: keeps Go cache hits across runs
 GO_CACHE_DIR="${OLMTOOL_GOCACHE:-$CACHE_ROOT/go-build}"
 BUILD_LOG="$BUILD_ROOT/build-kube-assets.log"
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+NODE_COMPONENTS=(kubelet kube-proxy)
 REQUIRED=("${COMPONENTS[@]}" etcd)
 REFLECT2_DEBIAN=/usr/share/gocode/src/github.com/modern-go/reflect2
 SRC_LIST=/etc/apt/sources.list.d/olmtool-deb-src.sources
@@ -45,12 +52,16 @@ die() { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
 
 case "${1:-}" in
 -h | --help)
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac
 
+
 OUT_DIR="$(realpath -m -- "$OUT_DIR")"
+if [[ $NODE == 1 ]]; then
+    REQUIRED+=("${NODE_COMPONENTS[@]}" pause)
+fi
 
 assets_complete() {
     local f
@@ -192,7 +203,9 @@ ensure_deb_src() {
 # ------------------------------------------------------------- packages
 stage "installing Debian packages (golang-go, rsync, reflect2 1.0.2, etcd-server)"
 ensure_deb_src
-apt_install golang-go rsync make patch xz-utils golang-github-modern-go-reflect2-dev etcd-server ||
+NODE_PACKAGES=()
+[[ $NODE == 1 ]] && NODE_PACKAGES=(gcc libc6-dev)
+apt_install golang-go rsync make patch xz-utils golang-github-modern-go-reflect2-dev etcd-server "${NODE_PACKAGES[@]}" ||
     die "apt-get install failed (hint: run 'apt-get update' and check that golang-go, rsync, golang-github-modern-go-reflect2-dev and etcd-server are installable)"
 
 export PATH="/usr/lib/go/bin:$PATH"
@@ -255,30 +268,47 @@ for f in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/githu
 done
 
 # ------------------------------------------------------------- build
-stage "building ${COMPONENTS[*]} (a cold build takes ~5-6 min on 2 cores; log: $BUILD_LOG)"
+# Only what OUTPUT_DIR lacks: a control plane already built gains the node's binaries.
+TO_BUILD=()
+for c in "${COMPONENTS[@]}"; do [[ -x "$OUT_DIR/$c" ]] || TO_BUILD+=("$c"); done
+if [[ $NODE == 1 ]]; then
+    for c in "${NODE_COMPONENTS[@]}"; do [[ -x "$OUT_DIR/$c" ]] || TO_BUILD+=("$c"); done
+fi
 mkdir -p "$SRC/.go/src/k8s.io" "$SRC/_output/local/go"
 ln -sfn ../../.. "$SRC/.go/src/k8s.io/kubernetes"
 # hack/lib/golang.sh forces GOCACHE=_output/local/go/cache: point it at the persistent cache.
 ln -sfn "$GO_CACHE_DIR" "$SRC/_output/local/go/cache"
-what=""
-for c in "${COMPONENTS[@]}"; do what+="cmd/$c "; done
-build_start=$SECONDS
-build() {
-    cd "$SRC" &&
-        env GOPATH="$SRC/.go" GOCACHE="$GO_CACHE_DIR" CGO_ENABLED=0 GOFLAGS= GO111MODULE= GOTOOLCHAIN=local \
-            make WHAT="${what% }"
-}
-quiet build || die "build failed (full log: $BUILD_LOG)"
-log "build finished in $((SECONDS - build_start)) s"
+if [[ ${#TO_BUILD[@]} != 0 ]]; then
+    stage "building ${TO_BUILD[*]} (cold: ~5-6 min on 2 cores for the control plane, ~12 CPU-min more for kubelet; log: $BUILD_LOG)"
+    what=""
+    for c in "${TO_BUILD[@]}"; do what+="cmd/$c "; done
+    build_start=$SECONDS
+    # KUBE_STATIC_OVERRIDES: kubelet is linked statically like the control plane, so it
+    # depends on nothing of the host's but the kernel.
+    build() {
+        cd "$SRC" &&
+            env GOPATH="$SRC/.go" GOCACHE="$GO_CACHE_DIR" CGO_ENABLED=0 GOFLAGS= GO111MODULE= GOTOOLCHAIN=local \
+                KUBE_STATIC_OVERRIDES=kubelet make WHAT="${what% }"
+    }
+    quiet build || die "build failed (full log: $BUILD_LOG)"
+    log "build finished in $((SECONDS - build_start)) s"
+fi
 
 # ------------------------------------------------------------- install
 stage "installing into $OUT_DIR"
 TMP_OUT="$(mktemp -d "$OUT_DIR.tmp.XXXXXX")"
-for c in "${COMPONENTS[@]}"; do
+for c in "${TO_BUILD[@]}"; do
     [[ -x "$SRC/_output/bin/$c" ]] || die "build produced no _output/bin/$c (see $BUILD_LOG)"
     install -m 0755 "$SRC/_output/bin/$c" "$TMP_OUT/$c"
 done
-log "built: $("$TMP_OUT/kube-apiserver" --version)"
+[[ -x "$TMP_OUT/kube-apiserver" ]] && log "built: $("$TMP_OUT/kube-apiserver" --version)"
+if [[ $NODE == 1 && ! -x "$OUT_DIR/pause" ]]; then
+    # The sandbox image's only file: Kubernetes' own pause, static (no libc at run time).
+    log "building pause from build/pause/linux/pause.c"
+    gcc -Os -static -DVERSION="$KUBE_VERSION" -o "$TMP_OUT/pause" "$SRC/build/pause/linux/pause.c" ||
+        die "building pause failed (hint: apt-get install gcc libc6-dev)"
+    strip "$TMP_OUT/pause" 2>/dev/null || true
+fi
 install -m 0755 "$ETCD_BIN" "$TMP_OUT/etcd"
 
 # kubectl: Debian's kubernetes-client (same 1.20.2 version) extracted without

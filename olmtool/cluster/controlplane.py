@@ -57,6 +57,16 @@ CONTROLLERS = (
     "-csrsigning,-csrapproving,-csrcleaner,-bootstrapsigner,-tokencleaner,-attachdetach,"
     "-persistentvolume-expander"
 )
+
+
+def controllers(plane: ControlPlane) -> str:
+    """The node agent clears the not-ready taint itself; a real kubelet leaves it to the
+    node-lifecycle controller (which also marks a node whose kubelet stopped NotReady)."""
+    if plane.real_node:
+        return CONTROLLERS.replace(",-nodelifecycle", "")
+    return CONTROLLERS
+
+
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 # the port names each component listens on (keys of ports.json)
 COMPONENT_PORTS = {
@@ -104,7 +114,15 @@ class ControlPlane:
     service_cidr: str = SERVICE_CIDR
     # kube-controller-manager's and kube-scheduler's serving certificates
     controller_serving: dict[str, pki.KeyPair] = field(default_factory=dict)
+    # Where Pods reach the apiserver (the ``kubernetes`` Service's endpoint): a real
+    # node's address; loopback when Pods share the host's network (the node agent).
+    advertise_address: str = LOOPBACK
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def real_node(self) -> bool:
+        """Whether Pods run on a real node (they reach the apiserver off loopback)."""
+        return self.advertise_address != LOOPBACK
 
     @property
     def server(self) -> str:
@@ -131,12 +149,16 @@ def _tail(log: Path, size: int = 4096) -> str:
         return ""
 
 
-def prepare_plane(state_dir: Path, *, network: ClusterNetwork | None = None) -> ControlPlane:
+def prepare_plane(
+    state_dir: Path, *, network: ClusterNetwork | None = None, advertise: str = LOOPBACK
+) -> ControlPlane:
     """Credentials, ports (recorded ones reused) and the admin kubeconfig of the control
-    plane in ``state_dir`` (made 0700); nothing is started."""
+    plane in ``state_dir`` (made 0700); nothing is started. ``advertise`` is the address
+    Pods reach the apiserver at (a real node's)."""
     pki.private_dir(state_dir)
     service_ip = network.apiserver_service_ip if network else "10.0.0.1"
-    ca, serving, sa, token = admin_credentials(state_dir, (LOOPBACK, service_ip))
+    ips = tuple(dict.fromkeys((LOOPBACK, service_ip, advertise)))
+    ca, serving, sa, token = admin_credentials(state_dir, ips)
     kubelet_serving, kubelet_client = kubelet_credentials(state_dir, ca)
     ports = PortRecord.load(state_dir)
     ports.assign(name for names in COMPONENT_PORTS.values() for name in names)
@@ -154,6 +176,7 @@ def prepare_plane(state_dir: Path, *, network: ClusterNetwork | None = None) -> 
         sa.cert,
         network.service_cidr if network else SERVICE_CIDR,
         {name: loopback_serving_cert(state_dir, ca, name) for name in COMPONENTS[2:]},
+        advertise,
     )
     write_kubeconfig(plane.kubeconfig, server=plane.server, ca_file=ca.cert, token=token)
     return plane
@@ -182,9 +205,10 @@ def launch_apiserver(
     timeout: float = 90.0,
     network: ClusterNetwork | None = None,
     progress: Progress | None = None,
+    advertise: str = LOOPBACK,
 ) -> ControlPlane:
     """Start etcd and kube-apiserver on the recorded ports (picked now at a first start)."""
-    plane = prepare_plane(state_dir, network=network)
+    plane = prepare_plane(state_dir, network=network, advertise=advertise)
     try:
         for name in ("etcd", "kube-apiserver"):
             start_component(plane, assets, name, timeout=timeout, progress=progress)
@@ -305,15 +329,21 @@ def _apiserver_args(plane: ControlPlane) -> list[str]:
         f"--etcd-cafile={plane.etcd.ca.cert}",
         f"--etcd-certfile={plane.etcd.client.cert}",
         f"--etcd-keyfile={plane.etcd.client.key}",
-        f"--bind-address={LOOPBACK}",
-        f"--advertise-address={LOOPBACK}",
+        # Pods on a real node reach it at the node's address: it then listens on every
+        # address (TLS and authentication required, as in kind's node container).
+        f"--bind-address={LOOPBACK if plane.advertise_address == LOOPBACK else '0.0.0.0'}",
+        f"--advertise-address={plane.advertise_address}",
         f"--secure-port={plane.ports['kube-apiserver']}",
         "--insecure-port=0",
         f"--cert-dir={plane.state_dir / 'apiserver-certs'}",
         f"--tls-cert-file={plane.serving.cert}",
         f"--tls-private-key-file={plane.serving.key}",
         f"--token-auth-file={plane.state_dir / 'tokens.csv'}",
-        "--authorization-mode=RBAC",
+        # kubelets authenticate with certificates from the cluster CA, held to their
+        # own Node and Pods (Node authorizer, NodeRestriction), as on kubeadm clusters
+        f"--client-ca-file={plane.ca_file}",
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
         f"--service-account-key-file={plane.sa_public}",
         f"--service-account-signing-key-file={plane.sa_key}",
         "--service-account-issuer=https://kubernetes.default.svc",
@@ -354,7 +384,7 @@ def _controller_manager_args(plane: ControlPlane) -> list[str]:
         f"--service-account-private-key-file={plane.sa_key}",
         f"--root-ca-file={plane.ca_file}",
         "--use-service-account-credentials=true",
-        f"--controllers={CONTROLLERS}",
+        f"--controllers={controllers(plane)}",
     ]
 
 
@@ -392,15 +422,26 @@ def _wait_healthy(plane: ControlPlane, name: str, timeout: float) -> None:
 
 
 def write_kubeconfig(
-    path: Path, *, server: str, ca_file: Path, token: str, name: str = "olmtool"
+    path: Path,
+    *,
+    server: str,
+    ca_file: Path,
+    token: str | None = None,
+    client: pki.KeyPair | None = None,
+    name: str = "olmtool",
 ) -> None:
+    """A kubeconfig for ``server`` that authenticates with ``token`` or with the
+    ``client`` certificate (a kubelet's identity)."""
+    user: dict[str, str] = {"token": token} if token else {}
+    if client is not None:
+        user = {"client-certificate": str(client.cert), "client-key": str(client.key)}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [
             {"name": name, "cluster": {"server": server, "certificate-authority": str(ca_file)}}
         ],
-        "users": [{"name": "admin", "user": {"token": token}}],
+        "users": [{"name": "admin", "user": user}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
         "current-context": name,
     }

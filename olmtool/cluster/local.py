@@ -46,25 +46,42 @@ from olmtool.cluster.controlplane import (
     start_component,
 )
 from olmtool.cluster.defaults import DEFAULT_NAME, DEFAULT_REGISTRY_PORT, STATE_FILE, clusters_root
+from olmtool.cluster.kubeletnode import (
+    NODE_BINARIES,
+    RealNode,
+    containerd_command,
+    kubelet_command,
+    load_pause,
+    prepare_host,
+    release_host,
+    stop_pods,
+    wait_containerd,
+)
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.node.netns import remove_node_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
+from olmtool.cluster.planecerts import pki_dir
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
-from olmtool.cluster.registryauth import ensure_registry_auth, remember_root
+from olmtool.cluster.registryauth import ensure_registry_auth, read_login, remember_root
 from olmtool.errors import ArgumentError, OlmtoolError
+from olmtool.ports import LOOPBACK
 
 NODE_NAME = "olmtool-node"
-# Stopped in this order: the OLM engine, the node agent (it stops the pods), the store last.
+# Stopped in this order: the OLM engine, the node (the agent stops its pods; containerd's
+# Pods are stopped between the kubelet and containerd), the store last.
 STOP_ORDER = (
     "olm-engine",
     "node-agent",
+    "kubelet",
+    "containerd",
     "kube-scheduler",
     "kube-controller-manager",
     "kube-apiserver",
     "etcd",
     "registry",
 )
-START_ORDER = (*COMPONENTS, "registry", "node-agent", "olm-engine")
+START_ORDER = (*COMPONENTS, "registry", "node-agent", "containerd", "kubelet", "olm-engine")
+REAL_NODE = ("containerd", "kubelet")
 
 Progress = Callable[[str], None]
 
@@ -97,6 +114,7 @@ class Cluster:
     network: int | None = None  # the claimed cluster network's index
     components: dict[str, Component] = field(default_factory=dict)
     docker_config: str | None = None  # the registry's login, as a docker config.json
+    runtime: str | None = None  # "containerd": a real node (kubelet); else the node agent
     # what this `up` did that the user should know (restarts, moved ports); not saved
     notes: list[str] = field(default_factory=list)
 
@@ -158,6 +176,7 @@ def up(
     assets: Path | None = None,
     registry_port: int | None = DEFAULT_REGISTRY_PORT,
     node: bool = True,
+    kubelet: bool = False,
     olm_crds: bool = True,
     engine: bool = True,
     progress: Progress | None = None,
@@ -168,7 +187,8 @@ def up(
     picks a free port (at the first ``up``: later ones keep the recorded port);
     ``olm_crds`` installs OLM's CRDs (also on a running cluster; False removes none
     that are there) and ``engine`` (with them) starts olmtool's OLM engine (False: to
-    run real OLM on the cluster)."""
+    run real OLM on the cluster). ``kubelet`` makes the node a real one (containerd and
+    kubelet, :mod:`olmtool.cluster.kubeletnode`) instead of the node agent."""
     say = progress or (lambda _message: None)
     notes: list[str] = []
 
@@ -201,7 +221,8 @@ def up(
     _seed_ports(state_dir, existing)
     say("finding kube-apiserver, controller-manager, scheduler and etcd")
     assets = assets or ensure_assets()
-    plane, network = _launch_on_network(assets, state_dir, timeout, say, note)
+    runtime = "containerd" if node and kubelet else None
+    plane, network = _launch_on_network(assets, state_dir, timeout, say, note, runtime)
     cluster = Cluster(
         name=name,
         state_dir=str(state_dir),
@@ -210,6 +231,7 @@ def up(
         ca_file=str(plane.ca_file),
         token=plane.token,
         network=network.index,
+        runtime=runtime,
     )
     try:
         # Applied first, waited for last: the apiserver sets them up while the rest starts.
@@ -221,7 +243,12 @@ def up(
             say("starting the image registry")
             _start_registry(cluster, state_dir, registry_port)
         _save(cluster)
-        if node:
+        if node and runtime == "containerd":
+            _start_real_node(cluster, state_dir, plane, assets, network, timeout, say)
+            _save(cluster)
+            say("waiting for the node to be Ready")
+            _wait_node_ready(cluster, timeout)
+        elif node:
             say("starting the node agent")
             _start_node(cluster, state_dir, plane)
             _save(cluster)
@@ -235,6 +262,7 @@ def up(
     except BaseException:
         _record(cluster, plane)
         _stop_components(cluster)
+        _release_real_node(cluster)
         release_network(state_dir)
         raise
     _save(cluster)
@@ -267,7 +295,10 @@ def _restart_dead(
     the others (and the node agent's pods) run on."""
     state_dir = Path(cluster.state_dir)
     say(f"restarting {', '.join(dead)}; the rest runs on")
-    plane = prepare_plane(state_dir, network=claim_network(state_dir))
+    network = claim_network(state_dir)
+    plane = prepare_plane(
+        state_dir, network=network, advertise=_advertise(cluster.runtime, network)
+    )
     etcd_port = plane.ports["etcd"]
     for component in sorted(dead, key=START_ORDER.index):
         if component in COMPONENTS:
@@ -288,13 +319,31 @@ def _restart_dead(
             _start_node(cluster, state_dir, plane)
             _save(cluster)
             _wait_node_ready(cluster, timeout)
+        elif component in REAL_NODE:
+            assets = assets or ensure_assets()
+            _start_real_node(cluster, state_dir, plane, assets, network, timeout, say,
+                             only=component)  # fmt: skip
+            _save(cluster)
+            if component == "kubelet":
+                _wait_node_ready(cluster, timeout)
         elif component == "olm-engine":
             _start_engine(cluster, state_dir, say)
         _save(cluster)
 
 
+def _advertise(runtime: str | None, network: ClusterNetwork) -> str:
+    """Where Pods reach the apiserver: a real node's address, else loopback (the agent's
+    Pods share the host's network)."""
+    return network.gateway if runtime == "containerd" else LOOPBACK
+
+
 def _launch_on_network(
-    assets: Path, state_dir: Path, timeout: float, say: Progress, note: Progress
+    assets: Path,
+    state_dir: Path,
+    timeout: float,
+    say: Progress,
+    note: Progress,
+    runtime: str | None = None,
 ) -> tuple[ControlPlane, ClusterNetwork]:
     """Claim the cluster's network (its own again when free), then start etcd and the
     apiserver on it; the claim is given up if they do not start."""
@@ -302,7 +351,10 @@ def _launch_on_network(
     ranges = f"Pods {network.pod_cidr}, Services {network.service_cidr}"
     say(f"starting etcd and kube-apiserver ({ranges})")
     try:
-        plane = launch_apiserver(assets, state_dir, timeout=timeout, network=network, progress=note)
+        plane = launch_apiserver(
+            assets, state_dir, timeout=timeout, network=network, progress=note,
+            advertise=_advertise(runtime, network),
+        )  # fmt: skip
     except BaseException:
         release_network(state_dir)
         raise
@@ -395,6 +447,69 @@ def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
     cluster.node = NODE_NAME
 
 
+def _real_node(cluster: Cluster, network: ClusterNetwork | None = None) -> RealNode:
+    network = network or ClusterNetwork(cluster.network or 1)
+    return RealNode(NODE_NAME, cluster.name, Path(cluster.state_dir) / "node", network)
+
+
+def _start_real_node(
+    cluster: Cluster,
+    state_dir: Path,
+    plane: ControlPlane,
+    assets: Path,
+    network: ClusterNetwork,
+    timeout: float,
+    say: Progress,
+    *,
+    only: str | None = None,
+) -> None:
+    """containerd, then the kubelet (``only``: just that one, the other runs on)."""
+    node = _real_node(cluster, network)
+    node.directory.mkdir(parents=True, exist_ok=True)
+    if missing := [b for b in NODE_BINARIES if not os.access(assets / b, os.X_OK)]:
+        raise ClusterError(
+            f"a real node needs {', '.join(missing)} in {assets}: build them with "
+            "`olmtool cluster assets --node`"
+        )
+    prepare_host(node)
+    if only in (None, "containerd"):
+        say("starting containerd")
+        login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
+        argv = containerd_command(node, registry=cluster.registry, login=login)
+        _detach(cluster, "containerd", argv, node.directory / "containerd.log")
+    wait_containerd(node, cluster.components["containerd"].alive, timeout)
+    load_pause(node, assets)
+    if only in (None, "kubelet"):
+        say("starting the kubelet")
+        ports = PortRecord.load(state_dir).assign(["kubelet", "kubelet-healthz"])
+        argv = kubelet_command(
+            node, assets=assets, server=plane.server,
+            ca=pki.KeyPair(plane.ca_file, plane.ca_file.with_suffix(".key")),
+            pki_dir=pki_dir(state_dir), port=ports["kubelet"],
+            healthz_port=ports["kubelet-healthz"],
+        )  # fmt: skip
+        _detach(cluster, "kubelet", argv, node.directory / "kubelet.log")
+    cluster.node = NODE_NAME
+
+
+def _release_real_node(cluster: Cluster) -> None:
+    """A real node's Pods stopped and its host changes undone (after its processes)."""
+    if cluster.runtime != "containerd" or not cluster.network:
+        return
+    node = _real_node(cluster)
+    release_host(node, last=not _other_real_nodes(cluster))
+
+
+def _other_real_nodes(cluster: Cluster) -> bool:
+    """Whether another cluster's containerd runs (its host settings must stay)."""
+    root = Path(cluster.state_dir).parent
+    for state in root.glob(f"*/{STATE_FILE}"):
+        other = read_cluster(state.parent.name, root)
+        if other and other.name != cluster.name and other.running().get("containerd"):
+            return True
+    return False
+
+
 def _detach(cluster: Cluster, component: str, args: list[str], log_file: Path) -> None:
     """Start ``args`` in a session of its own, logging to ``log_file``, as ``component``.
     ``OLMTOOL_CLUSTERS_DIR`` names this cluster's root, so its registry pulls find the
@@ -449,10 +564,13 @@ def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
     while time.monotonic() < deadline:
         if node_ready(cluster):
             return
-        agent = cluster.components.get("node-agent")
-        if agent is not None and not agent.alive():
-            log = Path(cluster.state_dir) / "node-agent.log"
-            raise ClusterError(f"the node agent exited; see {log}")
+        for component, log in (
+            ("node-agent", Path(cluster.state_dir) / "node-agent.log"),
+            ("kubelet", Path(cluster.state_dir) / "node" / "kubelet.log"),
+        ):
+            process = cluster.components.get(component)
+            if process is not None and not process.alive():
+                raise ClusterError(f"{component} exited; see {log}")
         time.sleep(0.1)  # the node is usually Ready ~1 s after the agent starts
     raise ClusterError(f"node {cluster.node} not Ready after {timeout:.0f}s")
 
@@ -472,7 +590,8 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
         stopped = _stop_components(cluster)
         cluster.components.clear()
         _save(cluster)
-    if cluster is not None and cluster.network:
+        _release_real_node(cluster)
+    if cluster is not None and cluster.network and cluster.runtime != "containerd":
         _remove_node_network(cluster.network)
     release_network(state_dir)
     if delete:
@@ -491,6 +610,11 @@ def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:
     names = sorted(cluster.components, key=lambda n: STOP_ORDER.index(n) if n in STOP_ORDER else -1)
     for component in names:
         process = cluster.components[component]
+        if component == "containerd" and process.alive():
+            # the kubelet is stopped: the Pods go now, while containerd can still tell
+            # which they are (their shims outlive containerd)
+            with contextlib.suppress(OlmtoolError):
+                stop_pods(_real_node(cluster))
         if _terminate_pid(process, grace):
             stopped.append(component)
     return stopped

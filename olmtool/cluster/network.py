@@ -84,6 +84,11 @@ class ClusterNetwork:
         return str(Network(self.service_cidr).network_address + 1)
 
     @property
+    def dns_ip(self) -> str:
+        """The cluster DNS Service's ClusterIP (kubeadm's ``.10``)."""
+        return str(Network(self.service_cidr).network_address + 10)
+
+    @property
     def loopback_cidr(self) -> str:
         """Where Pod addresses come from when Pods share the host's network stack."""
         return f"127.{self.index}.0.0/16"

@@ -136,15 +136,21 @@ def certificate_ips(cert: Path) -> set[str]:
 
 
 def create_client_cert(
-    directory: Path, ca: KeyPair, name: str, *, organization: str | None = None
+    directory: Path,
+    ca: KeyPair,
+    name: str,
+    *,
+    organization: str | None = None,
+    file_stem: str | None = None,
 ) -> KeyPair:
     """A TLS client certificate for the user ``name`` (group ``organization``), signed
-    by ``ca``: what the apiserver presents to the node agent's kubelet API."""
+    by ``ca``, written as ``<file_stem or name>.crt/.key``: what the apiserver presents
+    to kubelets, and a kubelet's own identity (``system:node:<node>``)."""
     attributes = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
     if organization:
         attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
     usage = x509.ExtendedKeyUsage([x509.OID_CLIENT_AUTH])
-    return _issue(directory, ca, name, x509.Name(attributes), [usage])
+    return _issue(directory, ca, file_stem or name, x509.Name(attributes), [usage])
 
 
 def issued_by(pair: KeyPair, ca: KeyPair) -> bool:

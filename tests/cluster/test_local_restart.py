@@ -119,7 +119,7 @@ def test_restart_order_and_what_each_component_needs(
         processes: dict = {}
 
     monkeypatch.setattr(local, "claim_network", lambda state_dir: None)
-    monkeypatch.setattr(local, "prepare_plane", lambda state_dir, network: Plane())
+    monkeypatch.setattr(local, "prepare_plane", lambda state_dir, network, advertise: Plane())
     monkeypatch.setattr(
         local, "start_component", lambda plane, assets, name, **kw: started.append(name)
     )

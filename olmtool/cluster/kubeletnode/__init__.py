@@ -1,0 +1,205 @@
+"""A real node for a local cluster: containerd and kubelet 1.20, as on kind.
+
+``cluster up`` starts, for its node, containerd (:mod:`.containerd`: its own config, store
+and socket; the cluster's registry mirrors ``quay.io``, ``docker.io``, ...), then the
+kubelet (:mod:`.kubelet`: a ``system:node`` identity, its API on the node's address)
+with Pods on the CNI bridge of the cluster's network (:mod:`.hostnet`). This module
+prepares the host and says what to run; :mod:`olmtool.cluster.local` runs and records the
+processes like every other component.
+
+>>> node = RealNode("olmtool-node", "default", state_dir / "node", network)
+>>> prepare_host(node)
+>>> argv = containerd_command(node, registry="127.0.0.1:5001", login=login)
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from olmtool.cluster import pki
+from olmtool.cluster.kubeletnode import containerd, hostnet, kubelet
+from olmtool.cluster.kubeletnode.containerd import ContainerdError, ContainerdPaths
+from olmtool.cluster.kubeletnode.hostnet import HostNetworkError
+from olmtool.cluster.kubeletnode.kubelet import KubeletPaths
+from olmtool.cluster.kubeletnode.pause import PAUSE_IMAGE, pause_image
+from olmtool.cluster.network import ClusterNetwork
+from olmtool.cluster.registryauth import RegistryLogin
+from olmtool.errors import OlmtoolError
+
+__all__ = [
+    "NODE_BINARIES",
+    "ContainerdError",
+    "HostNetworkError",
+    "NodeError",
+    "RealNode",
+    "containerd_command",
+    "kubelet_command",
+    "load_pause",
+    "missing_tools",
+    "prepare_host",
+    "release_host",
+    "stop_pods",
+    "wait_containerd",
+]
+
+NODE_BINARIES = ("kubelet", "kube-proxy", "pause")  # from the asset build (--node)
+HOST_TOOLS = {"containerd": "containerd", "runc": "runc", "ip": "iproute2",
+              "iptables": "iptables", "conntrack": "conntrack"}  # fmt: skip
+
+
+class NodeError(OlmtoolError):
+    """The real node could not be prepared or started."""
+
+
+@dataclass(frozen=True)
+class RealNode:
+    """One cluster's node: its name, its directory and the network its Pods live on."""
+
+    name: str
+    cluster: str
+    directory: Path
+    network: ClusterNetwork
+
+    @property
+    def address(self) -> str:
+        """The node's InternalIP: the Pod bridge's gateway address."""
+        return self.network.gateway
+
+    @property
+    def containerd(self) -> ContainerdPaths:
+        return ContainerdPaths.under(self.directory)
+
+    @property
+    def kubelet(self) -> KubeletPaths:
+        return KubeletPaths(self.directory.resolve() / "kubelet")
+
+    @property
+    def cni_conf_dir(self) -> Path:
+        return self.directory.resolve() / "cni" / "net.d"
+
+    @property
+    def ipam_dir(self) -> Path:
+        return self.directory.resolve() / "cni" / "ipam"
+
+
+def missing_tools() -> list[str]:
+    """Debian packages the node needs that are not installed (``make tools``)."""
+    missing = [package for tool, package in HOST_TOOLS.items() if shutil.which(tool) is None]
+    if not Path(hostnet.CNI_BIN_DIR, "bridge").exists():
+        missing.append("containernetworking-plugins")
+    return sorted(set(missing))
+
+
+def prepare_host(node: RealNode) -> None:
+    """The bridge with the node's address, the sysctls Pods need (the host's values
+    recorded first), the CNI config and the Pods' cgroup parent."""
+    if missing := missing_tools():
+        raise NodeError(f"a real node needs {', '.join(missing)} (make tools)")
+    hostnet.record_baseline()
+    hostnet.enable_pod_networking()
+    hostnet.ensure_bridge(node.network)
+    hostnet.write_cni_config(node.network, node.cni_conf_dir, node.ipam_dir)
+    kubelet.ensure_cgroup_root(node.cluster)
+
+
+def release_host(node: RealNode, *, last: bool) -> dict[str, str]:
+    """Undo :func:`prepare_host` once the node's processes are gone; ``last`` (no other
+    cluster's node runs) also restores the host's sysctls, returning what changed."""
+    hostnet.remove_bridge(node.network)
+    kubelet.remove_cgroup_root(node.cluster)
+    return hostnet.restore_baseline() if last else {}
+
+
+def containerd_command(
+    node: RealNode, *, registry: str | None, login: RegistryLogin | None
+) -> list[str]:
+    paths = node.containerd
+    containerd.write_config(
+        paths, cni_conf_dir=node.cni_conf_dir, sandbox_image=PAUSE_IMAGE,
+        registry=registry, login=login,
+    )  # fmt: skip
+    return containerd.command(paths)
+
+
+def wait_containerd(node: RealNode, alive: Callable[[], bool], timeout: float) -> None:
+    """Until containerd answers on its socket (it died: NodeError)."""
+    deadline = time.monotonic() + timeout
+    paths = node.containerd
+    while time.monotonic() < deadline:
+        if not alive():
+            raise NodeError(f"containerd exited; see {node.directory / 'containerd.log'}")
+        if paths.socket.exists():
+            try:
+                containerd.ctr(paths, "version", timeout=5)
+                return
+            except (ContainerdError, subprocess.TimeoutExpired):
+                pass
+        time.sleep(0.1)
+    raise NodeError(f"containerd did not answer within {timeout:.0f}s")
+
+
+def load_pause(node: RealNode, assets: Path) -> None:
+    """The sandbox image, imported unless the node's store has it."""
+    paths = node.containerd
+    listed = containerd.ctr(paths, "images", "list", "--quiet")
+    if PAUSE_IMAGE in listed.split():
+        return
+    from olmtool.images.image import write_oci_layout
+
+    layout = node.directory.resolve() / "pause-layout"
+    write_oci_layout(pause_image(assets / "pause"), layout, "3.4.1")
+    containerd.import_layout(paths, layout, PAUSE_IMAGE)
+
+
+def kubelet_command(
+    node: RealNode,
+    *,
+    assets: Path,
+    server: str,
+    ca: pki.KeyPair,
+    pki_dir: Path,
+    port: int,
+    healthz_port: int,
+) -> list[str]:
+    """Credentials and configuration written; the kubelet's argv returned."""
+    identity = kubelet.node_identity(pki_dir, ca, node.name)
+    serving = kubelet.serving_cert(pki_dir, ca, node.name, node.address)
+    paths = node.kubelet
+    config = kubelet.kubelet_config(
+        address=node.address, port=port, healthz_port=healthz_port, ca_file=ca.cert,
+        serving=serving, network=node.network, cluster=node.cluster,
+        resolv_conf=paths.resolv_conf,
+    )  # fmt: skip
+    kubelet.write_files(
+        paths, server=server, ca_file=ca.cert, identity=identity, config=config,
+        nameserver=node.address,
+    )  # fmt: skip
+    args = kubelet.kubelet_args(
+        paths, node=node.name, address=node.address,
+        runtime_endpoint=node.containerd.endpoint, pause_image=PAUSE_IMAGE,
+    )  # fmt: skip
+    return [str(assets / "kubelet"), *args]
+
+
+def stop_pods(node: RealNode) -> int:
+    """Every container of the node killed and every Pod sandbox's network undone (CNI
+    DEL, its namespace unmounted), through containerd, which must run; the kubelet must
+    not (it would start them again). Returns how many containers there were."""
+    paths = node.containerd
+    ids = containerd.ctr(paths, "containers", "list", "--quiet").split()
+    sandboxes = []
+    for container_id in ids:
+        netns = containerd.sandbox_netns(paths, container_id)
+        if netns is not None:
+            sandboxes.append((container_id, netns))
+    for container_id in ids:
+        containerd.kill_task(paths, container_id)
+    for container_id, netns in sandboxes:
+        hostnet.cni_delete(node.network, node.cni_conf_dir, node.ipam_dir, container_id, netns)
+        hostnet.remove_netns(netns)
+    return len(ids)
