@@ -44,9 +44,11 @@ install: $(STAMP)
 # Debian's docker-registry (a loopback OCI registry), skopeo (an independent client),
 # etcd-server (etcd 3.4: the control plane's store, and what the node agent runs for
 # quay.io/coreos/etcd:v3.4 images), runc and umoci (images run under a real OCI runtime,
-# unpacked by an independent tool). Each entry is command:package.
+# unpacked by an independent tool); containerd, the CNI plugins, iptables, conntrack and
+# dnsmasq for a real node (cluster up --kubelet). Each entry is command:package.
 TOOLS := docker-registry:docker-registry skopeo:skopeo etcd:etcd-server promtool:prometheus \
-         runc:runc umoci:umoci
+         runc:runc umoci:umoci containerd:containerd /usr/lib/cni/bridge:containernetworking-plugins \
+         iptables:iptables conntrack:conntrack dnsmasq:dnsmasq-base
 SUDO  := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 tools:
 	@missing=""; for t in $(TOOLS); do command -v $${t%%:*} >/dev/null || missing="$$missing $${t#*:}"; done; \

@@ -51,6 +51,7 @@ lazy_package(
         ),
         "olmtool.actions.catalog_validate": ("catalog_checks", "catalog_validate"),
         "olmtool.actions.cluster_down": ("cluster_down",),
+        "olmtool.actions.cluster_load": ("cluster_load",),
         "olmtool.actions.cluster_status": (
             "KubectlCommand",
             "cluster_kubeconfig",
@@ -123,6 +124,7 @@ __all__ = [
     "cluster_images",
     "cluster_kubeconfig",
     "cluster_kubectl",
+    "cluster_load",
     "cluster_logs",
     "cluster_registry",
     "cluster_status",

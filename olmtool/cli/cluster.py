@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import typer
 
@@ -165,6 +166,22 @@ def registry(name: str = NameOption) -> None:
     Example: olmtool bundle build --image $(olmtool cluster registry)/foo-bundle:{version} --push
     """
     typer.echo(actions.cluster_registry(name))
+
+
+@app.command()
+def load(
+    source: Path = typer.Argument(..., help="An OCI layout directory or an OCI archive."),
+    reference: str = typer.Option(..., "--as", help="The name Pods use for the image."),
+    name: str = NameOption,
+) -> None:
+    """Put an image into the cluster's node under its upstream name, as `kind load` does.
+
+    Needs a real node (cluster up --kubelet). Example:
+
+      olmtool cluster load build/memcached --as docker.io/library/memcached:1.6
+    """
+    loaded = actions.cluster_load(source, reference, name=name)
+    stdout.print(f"loaded {escape(loaded)} into cluster {escape(name)}")
 
 
 # kubectl's own flags (-n, --namespace, --help after the verb) pass through: only options

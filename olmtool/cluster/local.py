@@ -50,6 +50,7 @@ from olmtool.cluster.kubeletnode import (
     NODE_BINARIES,
     RealNode,
     containerd_command,
+    dns_hosts_file,
     kubelet_command,
     load_pause,
     prepare_host,
@@ -57,12 +58,15 @@ from olmtool.cluster.kubeletnode import (
     stop_pods,
     wait_containerd,
 )
+from olmtool.cluster.kubeletnode.containerd import import_layout
+from olmtool.cluster.kubeletnode.kubeproxy import kube_proxy_command
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.node.netns import remove_node_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.cluster.planecerts import pki_dir
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
 from olmtool.cluster.registryauth import ensure_registry_auth, read_login, remember_root
+from olmtool.cluster.standins import load, push_standins
 from olmtool.errors import ArgumentError, OlmtoolError
 from olmtool.ports import LOOPBACK
 
@@ -72,6 +76,9 @@ NODE_NAME = "olmtool-node"
 STOP_ORDER = (
     "olm-engine",
     "node-agent",
+    "provisioner",
+    "cluster-dns",
+    "kube-proxy",
     "kubelet",
     "containerd",
     "kube-scheduler",
@@ -80,8 +87,10 @@ STOP_ORDER = (
     "etcd",
     "registry",
 )
-START_ORDER = (*COMPONENTS, "registry", "node-agent", "containerd", "kubelet", "olm-engine")
-REAL_NODE = ("containerd", "kubelet")
+# a real node's processes, and the cluster services that run beside it (the node agent
+# runs the provisioner itself and needs no DNS)
+REAL_NODE = ("containerd", "kubelet", "kube-proxy", "cluster-dns", "provisioner")
+START_ORDER = (*COMPONENTS, "registry", "node-agent", *REAL_NODE, "olm-engine")
 
 Progress = Callable[[str], None]
 
@@ -242,6 +251,10 @@ def up(
         if registry_port is not None:
             say("starting the image registry")
             _start_registry(cluster, state_dir, registry_port)
+            if runtime == "containerd" and cluster.registry:
+                say("pushing the stand-ins of upstream images (built once from Debian packages)")
+                login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
+                push_standins(cluster.registry, login)
         _save(cluster)
         if node and runtime == "containerd":
             _start_real_node(cluster, state_dir, plane, assets, network, timeout, say)
@@ -334,7 +347,7 @@ def _restart_dead(
 def _advertise(runtime: str | None, network: ClusterNetwork) -> str:
     """Where Pods reach the apiserver: a real node's address, else loopback (the agent's
     Pods share the host's network)."""
-    return network.gateway if runtime == "containerd" else LOOPBACK
+    return network.host_address if runtime == "containerd" else LOOPBACK
 
 
 def _launch_on_network(
@@ -463,7 +476,8 @@ def _start_real_node(
     *,
     only: str | None = None,
 ) -> None:
-    """containerd, then the kubelet (``only``: just that one, the other runs on)."""
+    """containerd, the kubelet and kube-proxy (``only``: just that one; the others run
+    on). The host's side (network namespace, link, CNI) is checked and mended first."""
     node = _real_node(cluster, network)
     node.directory.mkdir(parents=True, exist_ok=True)
     if missing := [b for b in NODE_BINARIES if not os.access(assets / b, os.X_OK)]:
@@ -472,23 +486,48 @@ def _start_real_node(
             "`olmtool cluster assets --node`"
         )
     prepare_host(node)
+    ca = pki.KeyPair(plane.ca_file, plane.ca_file.with_suffix(".key"))
+    ports = PortRecord.load(state_dir).assign(
+        ["kubelet", "kubelet-healthz", "kube-proxy-healthz", "kube-proxy-metrics"]
+    )
     if only in (None, "containerd"):
         say("starting containerd")
         login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
         argv = containerd_command(node, registry=cluster.registry, login=login)
         _detach(cluster, "containerd", argv, node.directory / "containerd.log")
-    wait_containerd(node, cluster.components["containerd"].alive, timeout)
-    load_pause(node, assets)
+    if only in (None, "containerd", "kubelet"):
+        wait_containerd(node, cluster.components["containerd"].alive, timeout)
+        load_pause(node, assets)
     if only in (None, "kubelet"):
         say("starting the kubelet")
-        ports = PortRecord.load(state_dir).assign(["kubelet", "kubelet-healthz"])
         argv = kubelet_command(
-            node, assets=assets, server=plane.server,
-            ca=pki.KeyPair(plane.ca_file, plane.ca_file.with_suffix(".key")),
-            pki_dir=pki_dir(state_dir), port=ports["kubelet"],
-            healthz_port=ports["kubelet-healthz"],
+            node, assets=assets, server=plane.server, ca=ca, pki_dir=pki_dir(state_dir),
+            port=ports["kubelet"], healthz_port=ports["kubelet-healthz"],
         )  # fmt: skip
         _detach(cluster, "kubelet", argv, node.directory / "kubelet.log")
+    if only in (None, "kube-proxy"):
+        say("starting kube-proxy")
+        argv = kube_proxy_command(
+            node.directory / "kube-proxy", binary=assets / "kube-proxy",
+            server=f"https://{network.host_address}:{plane.ports['kube-apiserver']}",
+            ca=ca, pki_dir=pki_dir(state_dir), network=network, node=NODE_NAME,
+            healthz_port=ports["kube-proxy-healthz"], metrics_port=ports["kube-proxy-metrics"],
+        )  # fmt: skip
+        _detach(cluster, "kube-proxy", argv, node.directory / "kube-proxy.log")
+    if only in (None, "cluster-dns"):
+        say("starting the cluster DNS (dnsmasq)")
+        argv = [
+            sys.executable, "-m", "olmtool.cluster.kubeletnode.dns",
+            f"--kubeconfig={cluster.kubeconfig}", f"--network-index={network.index}",
+            f"--hosts-file={dns_hosts_file(network)}",
+        ]  # fmt: skip
+        _detach(cluster, "cluster-dns", argv, node.directory / "cluster-dns.log")
+    if only in (None, "provisioner"):
+        argv = [
+            sys.executable, "-m", "olmtool.cluster.provisioner",
+            f"--kubeconfig={cluster.kubeconfig}", f"--state-dir={state_dir}",
+        ]  # fmt: skip
+        _detach(cluster, "provisioner", argv, state_dir / "provisioner.log")
     cluster.node = NODE_NAME
 
 
@@ -573,6 +612,24 @@ def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
                 raise ClusterError(f"{component} exited; see {log}")
         time.sleep(0.1)  # the node is usually Ready ~1 s after the agent starts
     raise ClusterError(f"node {cluster.node} not Ready after {timeout:.0f}s")
+
+
+def load_image(
+    source: Path, reference: str, *, name: str = DEFAULT_NAME, root: Path | None = None
+) -> str:
+    """Put the image of ``source`` (an OCI layout or archive) into the cluster's node as
+    ``reference``, as ``kind load`` does; returns the name Pods find it under."""
+    cluster = require_cluster(name, root)
+    containerd = cluster.components.get("containerd")
+    if cluster.runtime != "containerd" or containerd is None:
+        raise ClusterError(
+            f"cluster {name!r} has no real node to load images into (start it with "
+            "`olmtool cluster up --kubelet`; the node agent's Pods pull from the registry)"
+        )
+    if not containerd.alive():
+        raise ClusterError(f"cluster {name!r}: containerd is not running (olmtool cluster up)")
+    node = _real_node(cluster)
+    return load(source, reference, lambda layout, ref: import_layout(node.containerd, layout, ref))
 
 
 # --- down and status -------------------------------------------------------------------------

@@ -84,6 +84,28 @@ class ClusterNetwork:
         return str(Network(self.service_cidr).network_address + 1)
 
     @property
+    def link_cidr(self) -> str:
+        """The link between the host and a real node's network namespace."""
+        return f"10.243.{self.index}.0/30"
+
+    @property
+    def host_address(self) -> str:
+        """The host's end of the link: the node's InternalIP (its kubelet listens there)
+        and where Pods reach the apiserver and the cluster DNS."""
+        return str(Network(self.link_cidr).network_address + 1)
+
+    @property
+    def node_netns_address(self) -> str:
+        """The node network namespace's end of the link: the host routes Pod and Service
+        addresses to it."""
+        return str(Network(self.link_cidr).network_address + 2)
+
+    @property
+    def netns(self) -> str:
+        """The real node's network namespace (kube-proxy's rules and the Pod bridge)."""
+        return f"olmtool-{self.index}"
+
+    @property
     def dns_ip(self) -> str:
         """The cluster DNS Service's ClusterIP (kubeadm's ``.10``)."""
         return str(Network(self.service_cidr).network_address + 10)
@@ -96,7 +118,7 @@ class ClusterNetwork:
     def overlaps(self, routes: Iterable[Route]) -> bool:
         """Whether a host route uses these ranges; routes through this network's own
         bridge are left out (a bridge an agent killed with SIGKILL left behind)."""
-        mine = (Network(self.pod_cidr), Network(self.service_cidr))
+        mine = (Network(self.pod_cidr), Network(self.service_cidr), Network(self.link_cidr))
         return any(
             net.overlaps(route.network)
             for net in mine

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool.cluster.node.provisioner import (
+from olmtool.cluster.provisioner import (
     PROVISIONED_BY,
     PROVISIONER,
     storage_class,

@@ -38,6 +38,7 @@ __all__ = [
     "NodeError",
     "RealNode",
     "containerd_command",
+    "dns_hosts_file",
     "kubelet_command",
     "load_pause",
     "missing_tools",
@@ -49,7 +50,8 @@ __all__ = [
 
 NODE_BINARIES = ("kubelet", "kube-proxy", "pause")  # from the asset build (--node)
 HOST_TOOLS = {"containerd": "containerd", "runc": "runc", "ip": "iproute2",
-              "iptables": "iptables", "conntrack": "conntrack"}  # fmt: skip
+              "iptables": "iptables", "conntrack": "conntrack",
+              "dnsmasq": "dnsmasq-base"}  # fmt: skip
 
 
 class NodeError(OlmtoolError):
@@ -67,8 +69,8 @@ class RealNode:
 
     @property
     def address(self) -> str:
-        """The node's InternalIP: the Pod bridge's gateway address."""
-        return self.network.gateway
+        """The node's InternalIP: the host's end of the link to its network namespace."""
+        return self.network.host_address
 
     @property
     def containerd(self) -> ContainerdPaths:
@@ -86,6 +88,16 @@ class RealNode:
     def ipam_dir(self) -> Path:
         return self.directory.resolve() / "cni" / "ipam"
 
+    @property
+    def cni_bin_dir(self) -> Path:
+        return self.directory.resolve() / "cni" / "bin"
+
+
+def dns_hosts_file(network: ClusterNetwork) -> Path:
+    """The cluster DNS's records: outside the (0700) state directory, because dnsmasq
+    reads them after dropping its privileges."""
+    return Path("/run/olmtool/dns") / f"{network.netns}.hosts"
+
 
 def missing_tools() -> list[str]:
     """Debian packages the node needs that are not installed (``make tools``)."""
@@ -96,13 +108,13 @@ def missing_tools() -> list[str]:
 
 
 def prepare_host(node: RealNode) -> None:
-    """The bridge with the node's address, the sysctls Pods need (the host's values
-    recorded first), the CNI config and the Pods' cgroup parent."""
+    """The node's network namespace and its link, the CNI config and plugin wrappers,
+    the Pods' cgroup parent; the host's sysctls recorded before the kubelet changes them."""
     if missing := missing_tools():
         raise NodeError(f"a real node needs {', '.join(missing)} (make tools)")
     hostnet.record_baseline()
-    hostnet.enable_pod_networking()
-    hostnet.ensure_bridge(node.network)
+    hostnet.ensure_node_network(node.network)
+    hostnet.write_cni_wrappers(node.network, node.cni_bin_dir)
     hostnet.write_cni_config(node.network, node.cni_conf_dir, node.ipam_dir)
     kubelet.ensure_cgroup_root(node.cluster)
 
@@ -110,7 +122,8 @@ def prepare_host(node: RealNode) -> None:
 def release_host(node: RealNode, *, last: bool) -> dict[str, str]:
     """Undo :func:`prepare_host` once the node's processes are gone; ``last`` (no other
     cluster's node runs) also restores the host's sysctls, returning what changed."""
-    hostnet.remove_bridge(node.network)
+    hostnet.remove_node_network(node.network)
+    shutil.rmtree(node.ipam_dir, ignore_errors=True)  # its Pods are gone
     kubelet.remove_cgroup_root(node.cluster)
     return hostnet.restore_baseline() if last else {}
 
@@ -120,7 +133,8 @@ def containerd_command(
 ) -> list[str]:
     paths = node.containerd
     containerd.write_config(
-        paths, cni_conf_dir=node.cni_conf_dir, sandbox_image=PAUSE_IMAGE,
+        paths, cni_conf_dir=node.cni_conf_dir, cni_bin_dir=node.cni_bin_dir,
+        sandbox_image=PAUSE_IMAGE,
         registry=registry, login=login,
     )  # fmt: skip
     return containerd.command(paths)
@@ -177,7 +191,7 @@ def kubelet_command(
     )  # fmt: skip
     kubelet.write_files(
         paths, server=server, ca_file=ca.cert, identity=identity, config=config,
-        nameserver=node.address,
+        nameserver=node.address,  # the cluster DNS's upstream listens there
     )  # fmt: skip
     args = kubelet.kubelet_args(
         paths, node=node.name, address=node.address,
@@ -187,9 +201,10 @@ def kubelet_command(
 
 
 def stop_pods(node: RealNode) -> int:
-    """Every container of the node killed and every Pod sandbox's network undone (CNI
-    DEL, its namespace unmounted), through containerd, which must run; the kubelet must
-    not (it would start them again). Returns how many containers there were."""
+    """Every container of the node killed and every Pod's network namespace unmounted,
+    through containerd, which must run; the kubelet must not (it would start them again).
+    Their veths, addresses and rules go with the node's namespace
+    (:func:`release_host`). Returns how many containers there were."""
     paths = node.containerd
     ids = containerd.ctr(paths, "containers", "list", "--quiet").split()
     sandboxes = []
@@ -199,7 +214,6 @@ def stop_pods(node: RealNode) -> int:
             sandboxes.append((container_id, netns))
     for container_id in ids:
         containerd.kill_task(paths, container_id)
-    for container_id, netns in sandboxes:
-        hostnet.cni_delete(node.network, node.cni_conf_dir, node.ipam_dir, container_id, netns)
-        hostnet.remove_netns(netns)
+    for _container_id, netns in sandboxes:
+        hostnet.remove_netns_mount(netns)
     return len(ids)

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import tomli_w
 
-from olmtool.cluster.kubeletnode.hostnet import CNI_BIN_DIR
 from olmtool.cluster.registryauth import RegistryLogin
 from olmtool.errors import OlmtoolError
 
@@ -80,7 +79,8 @@ class ContainerdPaths:
 
 
 def config(
-    paths: ContainerdPaths, *, cni_conf_dir: Path, sandbox_image: str, registry: str | None,
+    paths: ContainerdPaths, *, cni_conf_dir: Path, cni_bin_dir: Path, sandbox_image: str,
+    registry: str | None,
     login: RegistryLogin | None,
 ) -> dict[str, object]:  # fmt: skip
     """containerd 1.6's config (version 2) for the node."""
@@ -101,7 +101,7 @@ def config(
                 }
             },
         },
-        "cni": {"bin_dir": CNI_BIN_DIR, "conf_dir": str(cni_conf_dir), "max_conf_num": 1},
+        "cni": {"bin_dir": str(cni_bin_dir), "conf_dir": str(cni_conf_dir), "max_conf_num": 1},
         "registry": {"config_path": str(paths.hosts_dir)},
     }
     if registry and login:
@@ -139,7 +139,8 @@ def hosts_toml(upstream: str, registry: str) -> str:
 
 
 def write_config(
-    paths: ContainerdPaths, *, cni_conf_dir: Path, sandbox_image: str, registry: str | None,
+    paths: ContainerdPaths, *, cni_conf_dir: Path, cni_bin_dir: Path, sandbox_image: str,
+    registry: str | None,
     login: RegistryLogin | None,
 ) -> Path:  # fmt: skip
     """The config file and the mirrors' ``hosts.toml`` files (rewritten at every start:
@@ -148,7 +149,7 @@ def write_config(
         directory.mkdir(parents=True, exist_ok=True)
     SOCKET_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
     text = tomli_w.dumps(
-        config(paths, cni_conf_dir=cni_conf_dir, sandbox_image=sandbox_image,
+        config(paths, cni_conf_dir=cni_conf_dir, cni_bin_dir=cni_bin_dir, sandbox_image=sandbox_image,
                registry=registry, login=login)
     )  # fmt: skip
     _write(paths.config, text)

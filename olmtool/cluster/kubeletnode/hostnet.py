@@ -1,15 +1,19 @@
-"""The host side of a node's Pod network: its bridge, its CNI config, and the sysctls.
+"""A real node's network: a network namespace of its own, linked to the host.
 
-The bridge ``olmtool<i>`` holds the gateway ``10.244.i.1``, which is also the node's
-address (the kubelet refuses a loopback ``--node-ip``, and the apiserver reaches the
-kubelet there). The CNI ``bridge`` plugin attaches Pods to it with ``host-local`` IPAM on
-the cluster's Pod range (its allocations kept in the node's directory, never in
-``/var/lib/cni``); ``portmap`` serves hostPorts.
+Like a kind node container, each cluster's node has its own network namespace
+(``olmtool-<i>``). It holds the Pod bridge, kube-proxy's iptables rules and the CNI
+plugins' (masquerade, hostPort), so two clusters' kube-proxies never rewrite each other's
+chains, and deleting the namespace takes every rule, bridge and veth with it. A veth pair
+links it to the host: the host's end ``olmtool<i>`` (``10.243.i.1``) is the node's
+InternalIP, where the kubelet (which runs in the host's namespace, beside containerd and
+the cluster's registry on loopback) serves its API and where Pods reach the apiserver and
+the cluster DNS; the host routes the Pod and Service ranges to the namespace's end
+(``10.243.i.2``). containerd runs the CNI plugins through small wrappers that enter the
+node's namespace, so Pods are attached to its bridge.
 
 kubelet 1.20 rewrites host sysctls (``vm.overcommit_memory``, ``kernel.panic``,
-``kernel.panic_on_oops``) and Pod networking needs forwarding and bridged traffic through
-iptables (kube-proxy's rules). The values before the first node started are recorded
-machine-wide (:data:`BASELINE`) and written back when the last cluster stops.
+``kernel.panic_on_oops``): the values before the first node started are recorded
+machine-wide (:data:`BASELINE`) and written back when the last node stops.
 """
 
 from __future__ import annotations
@@ -24,15 +28,19 @@ from olmtool.cluster.network import ClusterNetwork
 from olmtool.errors import OlmtoolError
 
 BASELINE = Path("/run/olmtool/sysctl-baseline.json")
-# What kubelet 1.20 sets (no flag skips it) and what Pod networking needs.
 KUBELET_SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
-NETWORK_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"}
+# inside the node's namespace: it routes between the link, the bridge and the Pods, and
+# bridged traffic goes through kube-proxy's rules
+NODE_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"}
 CNI_VERSION = "0.4.0"
 CNI_BIN_DIR = "/usr/lib/cni"  # Debian's containernetworking-plugins
+CNI_PLUGINS = ("bridge", "host-local", "portmap", "loopback")
+POD_BRIDGE = "cni0"  # inside the node's namespace
+UPLINK = "uplink"  # the namespace's end of the link
 
 
 class HostNetworkError(OlmtoolError):
-    """The node's bridge or sysctls could not be set up."""
+    """The node's network or the host's sysctls could not be set up."""
 
 
 def _sysctl_path(name: str) -> Path:
@@ -58,8 +66,7 @@ def record_baseline(path: Path = BASELINE) -> None:
     already changed)."""
     if path.exists():
         return
-    names = (*KUBELET_SYSCTLS, *NETWORK_SYSCTLS)
-    values = {name: value for name in names if (value := read_sysctl(name)) is not None}
+    values = {name: value for name in KUBELET_SYSCTLS if (value := read_sysctl(name)) is not None}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
@@ -76,42 +83,78 @@ def restore_baseline(path: Path = BASELINE) -> dict[str, str]:
     changed = {}
     for name, value in sorted(values.items()):
         if read_sysctl(name) != value:
-            try:
+            with contextlib.suppress(HostNetworkError):
                 write_sysctl(name, value)
                 changed[name] = value
-            except HostNetworkError:
-                continue
     path.unlink(missing_ok=True)
     return changed
 
 
-def enable_pod_networking() -> None:
-    for name, value in NETWORK_SYSCTLS.items():
-        if read_sysctl(name) != value:
-            write_sysctl(name, value)
-
-
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if check and result.returncode != 0:
-        raise HostNetworkError(f"ip {' '.join(args)}: {result.stderr.strip()}")
+        raise HostNetworkError(f"{' '.join(argv)}: {result.stderr.strip()}")
     return result
 
 
-def ensure_bridge(network: ClusterNetwork) -> None:
-    """The bridge with the gateway address, up (made again when something removed it)."""
-    if _ip("link", "show", network.bridge, check=False).returncode != 0:
-        _ip("link", "add", network.bridge, "type", "bridge")
-    prefix = network.pod_cidr.split("/")[1]
-    address = f"{network.gateway}/{prefix}"
-    shown = _ip("-o", "addr", "show", "dev", network.bridge).stdout
+def in_netns(network: ClusterNetwork, *argv: str) -> list[str]:
+    """``argv`` run inside the node's network namespace."""
+    return ["ip", "netns", "exec", network.netns, *argv]
+
+
+def netns_exists(network: ClusterNetwork) -> bool:
+    return Path("/run/netns", network.netns).exists()
+
+
+def ensure_node_network(network: ClusterNetwork) -> None:
+    """The namespace, the link and the routes, made (again) where missing: also while the
+    cluster runs, when something removed them."""
+    if not netns_exists(network):
+        _run("ip", "netns", "add", network.netns)
+    host, node = network.bridge, UPLINK
+    if _run("ip", "link", "show", host, check=False).returncode != 0:
+        _run("ip", "link", "delete", host, check=False)
+        _run("ip", "link", "add", host, "type", "veth", "peer", "name", f"{host}n")
+        _run("ip", "link", "set", f"{host}n", "netns", network.netns)
+        _run(*in_netns(network, "ip", "link", "set", f"{host}n", "name", node))
+    prefix = network.link_cidr.split("/")[1]
+    _address(["ip"], host, f"{network.host_address}/{prefix}")
+    _run("ip", "link", "set", host, "up")
+    _address(in_netns(network, "ip"), node, f"{network.node_netns_address}/{prefix}")
+    _run(*in_netns(network, "ip", "link", "set", node, "up"))
+    _run(*in_netns(network, "ip", "link", "set", "lo", "up"))
+    _run(*in_netns(network, "ip", "route", "replace", "default", "via", network.host_address))
+    for cidr in (network.pod_cidr, network.service_cidr):
+        _run("ip", "route", "replace", cidr, "via", network.node_netns_address, "dev", host)
+    for name, value in NODE_SYSCTLS.items():
+        _run(*in_netns(network, "sysctl", "-q", "-w", f"{name}={value}"))
+
+
+def _address(ip: list[str], device: str, address: str) -> None:
+    shown = _run(*ip, "-o", "addr", "show", "dev", device).stdout
     if f" {address} " not in shown:
-        _ip("addr", "add", address, "dev", network.bridge)
-    _ip("link", "set", network.bridge, "up")
+        _run(*ip, "addr", "add", address, "dev", device)
 
 
-def remove_bridge(network: ClusterNetwork) -> None:
-    _ip("link", "delete", network.bridge, check=False)
+def remove_node_network(network: ClusterNetwork) -> None:
+    """The namespace (and with it the bridge, the veths and every rule in it), the link's
+    host end and the routes through it."""
+    _run("ip", "netns", "delete", network.netns, check=False)
+    _run("ip", "link", "delete", network.bridge, check=False)
+
+
+def write_cni_wrappers(network: ClusterNetwork, bin_dir: Path) -> Path:
+    """``bin_dir`` with each CNI plugin run inside the node's namespace (containerd runs
+    plugins in its own, the host's)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for plugin in CNI_PLUGINS:
+        script = bin_dir / plugin
+        text = f'#!/bin/sh\nexec ip netns exec {network.netns} {CNI_BIN_DIR}/{plugin} "$@"\n'
+        tmp = script.with_name(f".{plugin}.tmp")
+        tmp.write_text(text)
+        tmp.chmod(0o755)
+        os.replace(tmp, script)
+    return bin_dir
 
 
 def cni_conflist(network: ClusterNetwork, ipam_dir: Path) -> dict[str, object]:
@@ -121,7 +164,7 @@ def cni_conflist(network: ClusterNetwork, ipam_dir: Path) -> dict[str, object]:
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": network.bridge,
+                "bridge": POD_BRIDGE,
                 "isGateway": True,
                 "ipMasq": True,
                 "hairpinMode": True,
@@ -148,31 +191,8 @@ def write_cni_config(network: ClusterNetwork, conf_dir: Path, ipam_dir: Path) ->
     return path
 
 
-def cni_delete(
-    network: ClusterNetwork, conf_dir: Path, ipam_dir: Path, container_id: str, netns: str
-) -> None:
-    """CNI DEL for a sandbox, its plugins in reverse (what containerd does when the kubelet
-    removes a Pod): the bridge's masquerade rules, the portmap chains, the address."""
-    del conf_dir  # the conflist is derived again: the same network gives the same list
-    conflist = cni_conflist(network, ipam_dir)
-    for plugin in reversed(conflist["plugins"]):  # type: ignore[call-overload]
-        document = {"cniVersion": CNI_VERSION, "name": conflist["name"], **plugin}
-        env = {
-            "CNI_COMMAND": "DEL",
-            "CNI_CONTAINERID": container_id,
-            "CNI_NETNS": netns,
-            "CNI_IFNAME": "eth0",
-            "CNI_PATH": CNI_BIN_DIR,
-            "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
-        }
-        subprocess.run(
-            [f"{CNI_BIN_DIR}/{plugin['type']}"], input=json.dumps(document), env=env,
-            capture_output=True, text=True, check=False, timeout=30,
-        )  # fmt: skip
-
-
-def remove_netns(path: str) -> None:
-    """Unmount and remove a pinned network namespace (the veth pair goes with it)."""
+def remove_netns_mount(path: str) -> None:
+    """Unmount and remove a Pod's pinned network namespace."""
     subprocess.run(["umount", path], capture_output=True, check=False)
     with contextlib.suppress(OSError):
         Path(path).unlink()

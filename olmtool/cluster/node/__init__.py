@@ -55,7 +55,7 @@ from olmtool.cluster.node.logs import LogsError, read_logs
 if TYPE_CHECKING:
     from olmtool.cluster.node.agent import NodeAgent
     from olmtool.cluster.node.kube import Kube
-    from olmtool.cluster.node.provisioner import Provisioner
+    from olmtool.cluster.provisioner import Provisioner
 
 __all__ = ["Kube", "LogsError", "NodeAgent", "Provisioner", "read_logs"]
 
@@ -71,7 +71,7 @@ def __getattr__(name: str) -> Any:
 
         return Kube
     if name == "Provisioner":
-        from olmtool.cluster.node.provisioner import Provisioner
+        from olmtool.cluster.provisioner import Provisioner
 
         return Provisioner
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

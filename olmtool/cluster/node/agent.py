@@ -45,11 +45,11 @@ from olmtool.cluster.node.kubeletapi import KubeletServer
 from olmtool.cluster.node.network import render_hosts, write_in_place
 from olmtool.cluster.node.nodeobject import NodeObject, capacity
 from olmtool.cluster.node.podnet import PodNetwork
-from olmtool.cluster.node.provisioner import Provisioner
 from olmtool.cluster.node.runtime import ImageResolver, ResolvedImage
 from olmtool.cluster.node.services import Address, ServiceProxy
 from olmtool.cluster.node.worker import PodWorker
 from olmtool.cluster.pki import KeyPair
+from olmtool.cluster.provisioner import Provisioner
 
 log = logging.getLogger(__name__)
 

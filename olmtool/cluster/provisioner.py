@@ -6,7 +6,13 @@ class (or of no class) creates a ``hostPath`` PersistentVolume under
 ``<state>/volumes/<pv>`` pre-bound to the claim (``claimRef``); kube-controller-manager's
 PV controller completes the binding. When a PV it made is Released and its reclaim
 policy is Delete, it deletes the directory and the PV. Data outlives Pods: a StatefulSet
-member re-created with the same claim finds its files.
+member re-created with the same claim finds its files. Directories are made 0777, as
+kind's local-path provisioner makes them: a hostPath volume gets no fsGroup ownership,
+and Pods run as any user.
+
+A component of the local cluster on its own:
+``python -m olmtool.cluster.provisioner --kubeconfig K --state-dir D`` runs it until
+SIGTERM (the node agent runs it in its own process instead).
 """
 
 from __future__ import annotations
@@ -166,7 +172,9 @@ class Provisioner:
                 name = (claim.get("spec") or {}).get("storageClassName")
                 reclaim = str((classes.get(name) or {}).get("reclaimPolicy") or "Delete")
                 volume = volume_for(claim, self.directory, reclaim)
-                (self.directory / volume["metadata"]["name"]).mkdir(parents=True, exist_ok=True)
+                volume_dir = self.directory / volume["metadata"]["name"]
+                volume_dir.mkdir(parents=True, exist_ok=True)
+                volume_dir.chmod(0o777)  # see the module's docstring
                 try:
                     self.kube.create("/api/v1/persistentvolumes", volume)
                 except Exception as exc:
@@ -201,3 +209,38 @@ class Provisioner:
         except Exception as exc:
             if status_of(exc) != 404:
                 log.warning("deleting volume %s failed: %s", meta.get("name"), exc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import signal
+
+    from olmtool.cluster.node.kube import Kube
+
+    parser = argparse.ArgumentParser(prog="python -m olmtool.cluster.provisioner")
+    parser.add_argument("--kubeconfig", type=Path, required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    provisioner = Provisioner(Kube(args.kubeconfig), args.state_dir)
+    stopped = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda _signum, _frame: stopped.set())
+    while True:  # the apiserver may still be starting
+        try:
+            provisioner.start()
+            break
+        except Exception as exc:
+            log.warning("starting failed: %s; retrying", exc)
+            if stopped.wait(1.0):
+                return 0
+    stopped.wait()
+    provisioner.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
