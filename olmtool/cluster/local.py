@@ -531,12 +531,12 @@ def _start_real_node(
     cluster.node = NODE_NAME
 
 
-def _release_real_node(cluster: Cluster) -> None:
-    """A real node's Pods stopped and its host changes undone (after its processes)."""
+def _release_real_node(cluster: Cluster, *, delete: bool = False) -> None:
+    """A real node's host changes undone once its processes and Pods are stopped."""
     if cluster.runtime != "containerd" or not cluster.network:
         return
     node = _real_node(cluster)
-    release_host(node, last=not _other_real_nodes(cluster))
+    release_host(node, last=not _other_real_nodes(cluster), delete=delete)
 
 
 def _other_real_nodes(cluster: Cluster) -> bool:
@@ -647,7 +647,7 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
         stopped = _stop_components(cluster)
         cluster.components.clear()
         _save(cluster)
-        _release_real_node(cluster)
+        _release_real_node(cluster, delete=delete)
     if cluster is not None and cluster.network and cluster.runtime != "containerd":
         _remove_node_network(cluster.network)
     release_network(state_dir)

@@ -23,18 +23,17 @@ from olmtool.cluster import (
     ControlPlane,
     build_assets,
     build_blocker,
-    claim_network,
     default_assets_dir,
     find_assets,
-    release_network,
+    local,
     start_apiserver,
 )
-from olmtool.cluster.assets import CONTROL_PLANE
-from olmtool.cluster.controlplane import start_control_plane
-from olmtool.cluster.node import NodeAgent
+from olmtool.cluster.assets import CONTROL_PLANE, NODE
+from olmtool.cluster.controlplane import prepare_plane
+from olmtool.cluster.kubeletnode import missing_tools
+from olmtool.cluster.network import ClusterNetwork
 from olmtool.cluster.node.kube import Kube
-from olmtool.images import find_registry_binary, start_registry
-from tests.e2e.helpers import TIMINGS, Cluster, node_ready, service_account_ready, wait_for
+from tests.e2e.helpers import TIMINGS, Cluster, service_account_ready, wait_for
 from tests.e2e.ocirun import require_runtime
 
 REQUIRED = ("etcd", "kube-apiserver")
@@ -79,7 +78,7 @@ def _build_in_sight(config: pytest.Config) -> Path:
             file=sys.stderr,
             flush=True,
         )
-        return build_assets()
+        return build_assets(node=True)
 
 
 @pytest.fixture(scope="session")
@@ -93,49 +92,41 @@ def control_plane(
 
 @pytest.fixture(scope="session")
 def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The local cluster of the session: control plane + node agent (short back-off), on
-    a cluster network claimed for the session (released at the end).
+    """The local cluster of the session, as `olmtool cluster up --kubelet` starts it: the
+    control plane, a registry with the stand-in images, and a real node (containerd,
+    kubelet, kube-proxy, cluster DNS, provisioner) on a cluster network of its own.
 
-    Started once, stopped at the end; tests work in namespaces of their own."""
-    if not all((kube_assets / name).exists() for name in CONTROL_PLANE):
-        pytest.skip(f"{kube_assets} lacks kube-controller-manager or kube-scheduler")
+    Started once, removed at the end (`down --delete`); tests work in namespaces of
+    their own."""
+    if not all((kube_assets / name).exists() for name in (*CONTROL_PLANE, *NODE)):
+        if os.environ.get("CI"):
+            pytest.fail(f"{kube_assets} lacks a real node's binaries (make assets)")
+        pytest.skip(f"{kube_assets} lacks a real node's binaries: olmtool cluster assets --node")
     if os.geteuid() != 0:
-        pytest.skip("the node agent's mount namespaces need root")
-    state = tmp_path_factory.mktemp("node-agent")
-    network = claim_network(state)
-    with contextlib.ExitStack() as stack:
-        stack.callback(release_network, state)
-        plane = stack.enter_context(
-            start_control_plane(kube_assets, state / "control-plane", network=network)
-        )
-        registry = None
-        if find_registry_binary() is not None:
-            registry = stack.enter_context(start_registry(state / "registry")).address
-        started = time.monotonic()
-        agent = NodeAgent(
-            plane.kubeconfig,
-            state / "node",
-            registry=registry,
-            backoff_base=0.5,
-            stop_grace=5,
-            heartbeat=2,
-            network=network,
-            serving=plane.kubelet_serving,
-        )
-        agent.start()
-        kube = Kube(plane.kubeconfig)
-        try:
-            wait_for(lambda: node_ready(kube), 30, "node Ready")
-            TIMINGS["agent start -> node Ready"] = time.monotonic() - started
-            yield Cluster(plane, agent, kube, state / "node", registry)
-        finally:
-            stopping = time.monotonic()
-            agent.stop()
-            TIMINGS["agent stop"] = time.monotonic() - stopping
-            kube.close()
-            print(
-                "\nnode agent timings: " + ", ".join(f"{k}: {v:.2f}s" for k, v in TIMINGS.items())
-            )
+        pytest.skip("a real node (containerd, network namespaces) needs root")
+    if missing := missing_tools():
+        if os.environ.get("CI"):
+            pytest.fail(f"a real node needs {', '.join(missing)} (make tools)")
+        pytest.skip(f"a real node needs {', '.join(missing)} (make tools)")
+    root = tmp_path_factory.mktemp("clusters")
+    started = time.monotonic()
+    made = local.up(
+        "e2e", root=root, assets=kube_assets, registry_port=0, kubelet=True,
+        olm_crds=False, engine=False,
+    )  # fmt: skip
+    TIMINGS["up -> node Ready"] = time.monotonic() - started
+    network = ClusterNetwork(made.network or 1)
+    state = Path(made.state_dir)
+    plane = prepare_plane(state, network=network, advertise=network.host_address)
+    kube = Kube(plane.kubeconfig)
+    try:
+        yield Cluster(plane, kube, state, made.registry, made, root)
+    finally:
+        stopping = time.monotonic()
+        kube.close()
+        local.down("e2e", root=root, delete=True)
+        TIMINGS["down --delete"] = time.monotonic() - stopping
+        print("\nreal node timings: " + ", ".join(f"{k}: {v:.2f}s" for k, v in TIMINGS.items()))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Shared helpers of the end-to-end tests against the local cluster (node agent)."""
+"""Shared helpers of the end-to-end tests against the local cluster (a real node)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from olmtool.cluster import local
 from olmtool.cluster.controlplane import ControlPlane
-from olmtool.cluster.node import NodeAgent
 from olmtool.cluster.node.kube import Kube
 
 T = TypeVar("T")
@@ -21,11 +21,15 @@ TIMINGS: dict[str, float] = {}
 @dataclass
 class Cluster:
     plane: ControlPlane
-    agent: NodeAgent
     kube: Kube
     state_dir: Path
-    # the cluster's image registry (host:port), when docker-registry is installed
-    registry: str | None = None
+    registry: str | None  # the cluster's image registry (host:port)
+    local: local.Cluster  # what `cluster up` recorded
+    root: Path  # the clusters folder it lives in (local.up's root=)
+
+    @property
+    def name(self) -> str:
+        return self.local.name
 
     @property
     def kubeconfig(self) -> Path:

@@ -119,9 +119,15 @@ def prepare_host(node: RealNode) -> None:
     kubelet.ensure_cgroup_root(node.cluster)
 
 
-def release_host(node: RealNode, *, last: bool) -> dict[str, str]:
-    """Undo :func:`prepare_host` once the node's processes are gone; ``last`` (no other
-    cluster's node runs) also restores the host's sysctls, returning what changed."""
+def release_host(node: RealNode, *, last: bool, delete: bool = False) -> dict[str, str]:
+    """Undo :func:`prepare_host` once the node's processes are gone (Pods' volumes
+    unmounted; ``delete``: the kubelet's root removed too); ``last`` (no other cluster's
+    node runs) also restores the host's sysctls, returning what changed."""
+    kubelet.unmount_under(node.kubelet.root)
+    kubelet.unmount_under(node.directory.resolve())  # sandboxes' /dev/shm, snapshots
+    dns_hosts_file(node.network).unlink(missing_ok=True)
+    if delete:
+        kubelet.remove_root(node.kubelet.root)
     hostnet.remove_node_network(node.network)
     shutil.rmtree(node.ipam_dir, ignore_errors=True)  # its Pods are gone
     kubelet.remove_cgroup_root(node.cluster)

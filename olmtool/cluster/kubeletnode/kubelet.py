@@ -13,6 +13,8 @@ kubelets never manage each other's Pods.
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,10 @@ from olmtool.cluster.network import ClusterNetwork
 
 CGROUP_FS = Path("/sys/fs/cgroup")
 CLUSTER_DOMAIN = "cluster.local"
+
+
+KUBELET_ROOTS = Path("/var/lib/olmtool/kubelet")
+POD_LOGS = Path("/var/log/pods")
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,10 @@ class KubeletPaths:
 
     @property
     def root(self) -> Path:
-        return self.directory / "root"
+        """``--root-dir``: Pods' volumes, and unix sockets whose path is limited to 107
+        bytes, so a short path of its own rather than one under the cluster's state."""
+        digest = hashlib.sha256(str(self.directory).encode()).hexdigest()[:16]
+        return KUBELET_ROOTS / digest
 
     @property
     def resolv_conf(self) -> Path:
@@ -184,3 +193,28 @@ def kubelet_args(
         "--runtime-request-timeout=5m",
         "--v=1",
     ]
+
+
+def unmount_under(root: Path) -> None:
+    """Every mount below ``root`` (Pods' secret and projected volumes), deepest first: the
+    kubelet unmounts them only for Pods it removes, and ``down`` stops Pods without it."""
+    prefix = f"{root}/"
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    points = [line.split()[4] for line in lines if len(line.split()) > 4]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def remove_root(root: Path) -> None:
+    """The kubelet's root directory, once nothing is mounted below it, and its Pods'
+    logs: kubelet 1.20 keeps them in ``/var/log/pods/<ns>_<pod>_<uid>`` whatever its
+    root, beside other clusters' (told apart by the Pod UIDs the root lists)."""
+    uids = {entry.name for entry in (root / "pods").glob("*")}
+    for logs in POD_LOGS.glob("*_*_*"):
+        if logs.name.rsplit("_", 1)[-1] in uids:
+            subprocess.run(["rm", "-rf", "--", str(logs)], check=False)
+    unmount_under(root)
+    subprocess.run(["rm", "-rf", "--one-file-system", "--", str(root)], check=False)
