@@ -60,12 +60,12 @@ tools:
 # The control plane (kube-apiserver, controllers, scheduler, etcd, kubectl 1.20): found in
 # KUBEBUILDER_ASSETS or ~/.cache/olmtool/assets, else built, with a line per build stage.
 assets: install
-	$(BIN)/olmtool cluster assets --node
+	$(BIN)/olmtool cluster assets
 
 # The same before the e2e tests run, so a build shows here rather than inside pytest;
 # outside CI, where it cannot be built (not Debian, no root/sudo), the e2e tests skip.
 e2e-assets: install
-	$(BIN)/olmtool cluster assets --node --optional
+	$(BIN)/olmtool cluster assets --optional
 
 demo: install
 	$(BIN)/olmtool crd generate

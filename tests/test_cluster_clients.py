@@ -25,7 +25,7 @@ from kubernetes.client.exceptions import ApiException
 
 from olmtool.cli import main
 from olmtool.cluster import clients
-from olmtool.cluster.node.kube import Kube, connection_problem
+from olmtool.cluster.kube import Kube, connection_problem
 from olmtool.errors import (
     ArgumentError,
     ClusterAuthError,

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.cluster import find_kubectl, local
-from olmtool.cluster.node import read_logs
 
 
 def cluster_status(name: str = local.DEFAULT_NAME) -> local.ClusterStatus:
@@ -64,7 +63,28 @@ def cluster_logs(
     container: str | None = None,
     name: str = local.DEFAULT_NAME,
 ) -> str:
-    """The logs the node agent kept of a pod's container (the only one when None)."""
-    return read_logs(
-        Path(local.require_cluster(name).state_dir) / "node", namespace, pod, container
-    )
+    """A Pod's container logs (the only container's when None), as ``kubectl logs``
+    reads them: from the node's kubelet, through the apiserver."""
+    from olmtool.cluster.kube import Kube, status_of
+
+    kube = Kube(Path(local.require_cluster(name).kubeconfig))
+    try:
+        query = {"container": container} if container else {}
+        return kube.core.read_namespaced_pod_log(pod, namespace, **query)  # type: ignore[no-any-return]
+    except Exception as exc:
+        if status_of(exc) in (400, 404):
+            body = getattr(exc, "body", "") or ""
+            reason = _status_message(body) or f"no pod {namespace}/{pod}"
+            raise local.ClusterError(f"logs of {namespace}/{pod}: {reason}") from None
+        raise
+    finally:
+        kube.close()
+
+
+def _status_message(body: str) -> str:
+    import json
+
+    try:
+        return str(json.loads(body).get("message") or "")
+    except ValueError:
+        return ""

@@ -17,20 +17,17 @@ def cluster_up(
     *,
     registry_port: int | None = local.DEFAULT_REGISTRY_PORT,
     node: bool = True,
-    kubelet: bool = False,
     olm_crds: bool = True,
     timeout: float = 120.0,
     progress: Callable[[str], None] | None = None,
 ) -> local.Cluster:
     """Start the cluster ``name`` (nothing to do when it runs); ``registry_port`` None
     runs no registry, 0 any free port; ``node`` False starts the control plane only;
-    ``olm_crds`` False installs no ``operators.coreos.com`` CRDs (OLM's API); ``kubelet``
-    runs a real node (containerd and kubelet) instead of the node agent."""
+    ``olm_crds`` False installs no ``operators.coreos.com`` CRDs (OLM's API)."""
     return local.up(
         name,
         registry_port=registry_port,
         node=node,
-        kubelet=kubelet,
         olm_crds=olm_crds,
         timeout=timeout,
         progress=progress,

@@ -1,4 +1,4 @@
-"""``olmtool cluster``: a real Kubernetes control plane on this machine, with a node agent."""
+"""``olmtool cluster``: a real Kubernetes cluster on this machine (kubelet and containerd)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,7 @@ def up(
         help="Image registry port at the first up (0: any free); later ups keep it.",
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
-    no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node agent."),
-    kubelet: bool = typer.Option(
-        False,
-        "--kubelet",
-        help="A real node: containerd and kubelet 1.20 (needs `olmtool cluster assets --node` "
-        "and `make tools`) instead of the node agent.",
-    ),
+    no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node."),
     no_olm: bool = typer.Option(
         False,
         "--no-olm",
@@ -69,7 +63,6 @@ def up(
         name=name,
         registry_port=None if no_registry else registry_port,
         node=not no_node,
-        kubelet=kubelet,
         olm_crds=not no_olm,
         timeout=timeout,
     )
@@ -176,7 +169,7 @@ def load(
 ) -> None:
     """Put an image into the cluster's node under its upstream name, as `kind load` does.
 
-    Needs a real node (cluster up --kubelet). Example:
+    Example:
 
       olmtool cluster load build/memcached --as docker.io/library/memcached:1.6
     """
@@ -236,7 +229,7 @@ def logs(
     container: str | None = typer.Option(None, "--container", "-c", help="Container name."),
     name: str = NameOption,
 ) -> None:
-    """Print a pod's container logs, kept on disk by the node agent.
+    """Print a pod's container logs (from the node's kubelet, as kubectl logs does).
 
     Example: olmtool cluster logs etcd-operator-7d9f --namespace operators
     """
@@ -277,35 +270,27 @@ def assets(
         "--optional",
         help="Outside CI, where they cannot be built here, say why and exit 0 (the e2e tests skip).",
     ),
-    node: bool = typer.Option(
-        False,
-        "--node",
-        help="Also a real node's kubelet, kube-proxy and pause (cluster up --kubelet).",
-    ),
 ) -> None:
-    """Find or build the control-plane binaries and print their folder.
+    """Find or build the cluster's Kubernetes binaries and print their folder.
 
-    kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kubectl. Uses KUBEBUILDER_ASSETS, else ~/.cache/olmtool/assets, else builds them from Debian's
-    kubernetes source package (once: about 13 minutes on 2 cores, a line per stage).
+    kube-apiserver, kube-controller-manager, kube-scheduler, etcd and kubectl, and the
+    node's kubelet, kube-proxy and pause. Uses KUBEBUILDER_ASSETS, else
+    ~/.cache/olmtool/assets, else builds them from Debian's kubernetes source package
+    (once: about 20 minutes on 2 cores, a line per stage).
 
-    Examples:
-
-      olmtool cluster assets
-
-      olmtool cluster assets --node    # kubelet too: about 12 CPU-minutes more, once
+    Example: olmtool cluster assets
     """
     from olmtool.cluster import build_assets, build_blocker, default_assets_dir, find_assets
-    from olmtool.cluster.assets import CONTROL_PLANE, NODE
 
-    folder = find_assets((*CONTROL_PLANE, *NODE) if node else CONTROL_PLANE)
+    folder = find_assets()
     if folder is None:
         blocker = build_blocker()
         if optional and blocker and not os.environ.get("CI"):
-            stderr.print(f"no control-plane binaries, and they cannot be built here: {blocker}")
+            stderr.print(f"no Kubernetes binaries, and they cannot be built here: {blocker}")
             return
         stderr.print(
-            "building the Kubernetes control plane from Debian's source package into "
-            f"{default_assets_dir()} (once; about 13 minutes on 2 cores)"
+            "building Kubernetes 1.20 (control plane and node) from Debian's source package "
+            f"into {default_assets_dir()} (once; about 20 minutes on 2 cores)"
         )
-        folder = build_assets(node=node)
+        folder = build_assets()
     stdout.print(str(folder))

@@ -20,7 +20,8 @@ from olmtool.errors import OlmtoolError
 
 KUBERNETES_VERSION = "1.20.2"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
-NODE = ("kubelet", "kube-proxy", "pause")  # a real node's, built with --node
+NODE = ("kubelet", "kube-proxy", "pause")
+EVERYTHING = (*CONTROL_PLANE, *NODE)
 BUILD_SCRIPT = Path(__file__).with_name("build-kube-assets.sh")
 
 
@@ -54,7 +55,7 @@ def _complete(directory: Path, required: tuple[str, ...]) -> bool:
     return all(os.access(directory / name, os.X_OK) for name in required)
 
 
-def find_assets(required: tuple[str, ...] = CONTROL_PLANE) -> Path | None:
+def find_assets(required: tuple[str, ...] = EVERYTHING) -> Path | None:
     """A directory holding every ``required`` binary, or None."""
     envtest = os.environ.get("KUBEBUILDER_ASSETS")
     if envtest and _complete(Path(envtest), required):
@@ -72,10 +73,9 @@ def build_blocker() -> str | None:
     return None
 
 
-def build_assets(target: Path | None = None, *, node: bool = False) -> Path:
-    """Build the control plane (``node``: and a real node's kubelet, kube-proxy and
-    pause) from Debian's kubernetes source package (minutes, cached; only what the
-    folder lacks is built).
+def build_assets(target: Path | None = None) -> Path:
+    """Build the control plane and the node's kubelet, kube-proxy and pause from Debian's
+    kubernetes source package (minutes, cached; only what the folder lacks is built).
 
     The build script prints a line per stage on stderr (inherited: callers that capture
     output, like pytest, must let it through for the build to show progress)."""
@@ -86,8 +86,7 @@ def build_assets(target: Path | None = None, *, node: bool = False) -> Path:
             f"cannot build Kubernetes here: {blocker}; "
             "set KUBEBUILDER_ASSETS to a folder with kube-apiserver and etcd"
         )
-    flags = ["--node"] if node else []
-    result = subprocess.run(["bash", str(BUILD_SCRIPT), *flags, str(target)], check=False)
+    result = subprocess.run(["bash", str(BUILD_SCRIPT), str(target)], check=False)
     if result.returncode != 0:
         raise AssetsError(
             f"building Kubernetes {KUBERNETES_VERSION} failed (exit {result.returncode}); "
@@ -98,7 +97,7 @@ def build_assets(target: Path | None = None, *, node: bool = False) -> Path:
     return target
 
 
-def ensure_assets(required: tuple[str, ...] = CONTROL_PLANE) -> Path:
+def ensure_assets(required: tuple[str, ...] = EVERYTHING) -> Path:
     return find_assets(required) or build_assets()
 
 

@@ -2,7 +2,7 @@
 # build-kube-assets.sh - build a local Kubernetes control plane from Debian's
 # `kubernetes` source package (no Docker, no prebuilt downloads).
 #
-# Usage: build-kube-assets.sh [--node] [OUTPUT_DIR]
+# Usage: build-kube-assets.sh [OUTPUT_DIR]
 #
 # OUTPUT_DIR defaults to ${XDG_CACHE_HOME:-$HOME/.cache}/olmtool/assets/kubernetes-1.20.2-<recipe>,
 # where <recipe> is the first 12 hex digits of this script's sha256: a changed recipe
@@ -10,7 +10,7 @@
 # and receives kube-apiserver, kube-controller-manager, kube-scheduler (built
 # from source), etcd (Debian etcd-server) and kubectl (Debian kubernetes-client,
 # or a symlink to the kubectl on PATH). The layout matches envtest's
-# KUBEBUILDER_ASSETS convention. With --node it also builds a real node's binaries:
+# KUBEBUILDER_ASSETS convention. The node's binaries come from the same source:
 # kubelet (static), kube-proxy and pause (the sandbox's process, from build/pause).
 #
 # Idempotent: if OUTPUT_DIR already holds the required executables the script
@@ -29,11 +29,6 @@ KUBE_DEB_VERSION="${KUBE_DEB_VERSION:-1.20.5+really1.20.2-1.1+deb12u1}"
 DEB_SUITE="bookworm"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/olmtool"
 RECIPE="$(sha256sum "$0" | cut -c1-12)"
-NODE=0
-if [[ "${1:-}" == --node ]]; then
-    NODE=1
-    shift
-fi
 OUT_DIR="${1:-$CACHE_ROOT/assets/kubernetes-$KUBE_VERSION-$RECIPE}"
 BUILD_ROOT="$CACHE_ROOT/build"
 WORK_DIR="$BUILD_ROOT/kubernetes-$KUBE_VERSION" # fixed path: keeps Go cache hits across runs
@@ -41,7 +36,7 @@ GO_CACHE_DIR="${OLMTOOL_GOCACHE:-$CACHE_ROOT/go-build}"
 BUILD_LOG="$BUILD_ROOT/build-kube-assets.log"
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
 NODE_COMPONENTS=(kubelet kube-proxy)
-REQUIRED=("${COMPONENTS[@]}" etcd)
+REQUIRED=("${COMPONENTS[@]}" etcd "${NODE_COMPONENTS[@]}" pause)
 REFLECT2_DEBIAN=/usr/share/gocode/src/github.com/modern-go/reflect2
 SRC_LIST=/etc/apt/sources.list.d/olmtool-deb-src.sources
 
@@ -59,9 +54,6 @@ esac
 
 
 OUT_DIR="$(realpath -m -- "$OUT_DIR")"
-if [[ $NODE == 1 ]]; then
-    REQUIRED+=("${NODE_COMPONENTS[@]}" pause)
-fi
 
 assets_complete() {
     local f
@@ -203,9 +195,7 @@ ensure_deb_src() {
 # ------------------------------------------------------------- packages
 stage "installing Debian packages (golang-go, rsync, reflect2 1.0.2, etcd-server)"
 ensure_deb_src
-NODE_PACKAGES=()
-[[ $NODE == 1 ]] && NODE_PACKAGES=(gcc libc6-dev)
-apt_install golang-go rsync make patch xz-utils golang-github-modern-go-reflect2-dev etcd-server "${NODE_PACKAGES[@]}" ||
+apt_install golang-go rsync make patch xz-utils golang-github-modern-go-reflect2-dev etcd-server gcc libc6-dev ||
     die "apt-get install failed (hint: run 'apt-get update' and check that golang-go, rsync, golang-github-modern-go-reflect2-dev and etcd-server are installable)"
 
 export PATH="/usr/lib/go/bin:$PATH"
@@ -270,10 +260,7 @@ done
 # ------------------------------------------------------------- build
 # Only what OUTPUT_DIR lacks: a control plane already built gains the node's binaries.
 TO_BUILD=()
-for c in "${COMPONENTS[@]}"; do [[ -x "$OUT_DIR/$c" ]] || TO_BUILD+=("$c"); done
-if [[ $NODE == 1 ]]; then
-    for c in "${NODE_COMPONENTS[@]}"; do [[ -x "$OUT_DIR/$c" ]] || TO_BUILD+=("$c"); done
-fi
+for c in "${COMPONENTS[@]}" "${NODE_COMPONENTS[@]}"; do [[ -x "$OUT_DIR/$c" ]] || TO_BUILD+=("$c"); done
 mkdir -p "$SRC/.go/src/k8s.io" "$SRC/_output/local/go"
 ln -sfn ../../.. "$SRC/.go/src/k8s.io/kubernetes"
 # hack/lib/golang.sh forces GOCACHE=_output/local/go/cache: point it at the persistent cache.
@@ -302,7 +289,7 @@ for c in "${TO_BUILD[@]}"; do
     install -m 0755 "$SRC/_output/bin/$c" "$TMP_OUT/$c"
 done
 [[ -x "$TMP_OUT/kube-apiserver" ]] && log "built: $("$TMP_OUT/kube-apiserver" --version)"
-if [[ $NODE == 1 && ! -x "$OUT_DIR/pause" ]]; then
+if [[ ! -x "$OUT_DIR/pause" ]]; then
     # The sandbox image's only file: Kubernetes' own pause, static (no libc at run time).
     log "building pause from build/pause/linux/pause.c"
     gcc -Os -static -DVERSION="$KUBE_VERSION" -o "$TMP_OUT/pause" "$SRC/build/pause/linux/pause.c" ||

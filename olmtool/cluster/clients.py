@@ -1,5 +1,5 @@
 """A cluster as olmtool's client verbs use it (``install``, ``uninstall``, ``test
-upgrade``): which kubeconfig, a checked :class:`~olmtool.cluster.node.kube.Kube` for it,
+upgrade``): which kubeconfig, a checked :class:`~olmtool.cluster.kube.Kube` for it,
 and every way that fails as one :class:`~olmtool.errors.OlmtoolError` line.
 
 Which kubeconfig (:func:`resolve_target`): the one given, else the local cluster named,
@@ -43,7 +43,7 @@ from olmtool.errors import (
 )
 
 if TYPE_CHECKING:  # the client module pulls in the kubernetes package: imported on use
-    from olmtool.cluster.node.kube import Kube
+    from olmtool.cluster.kube import Kube
 
 # how long an install or upgrade test rides out an apiserver that stopped answering
 OUTAGE_GRACE = 60.0
@@ -194,10 +194,10 @@ def connect(
 ) -> Kube:
     """A client for ``target`` whose apiserver answered ``/version`` with the
     kubeconfig's credentials; its requests then ride out outages of up to
-    ``outage_grace`` seconds (see :class:`~olmtool.cluster.node.kube.Kube`)."""
+    ``outage_grace`` seconds (see :class:`~olmtool.cluster.kube.Kube`)."""
     from kubernetes.config.config_exception import ConfigException
 
-    from olmtool.cluster.node.kube import Kube
+    from olmtool.cluster.kube import Kube
 
     check_kubeconfig(target)
     try:
@@ -233,7 +233,7 @@ def map_error(exc: BaseException, server: str, target: Target) -> Exception | No
     a request's failure."""
     from kubernetes.client.exceptions import ApiException
 
-    from olmtool.cluster.node.kube import connection_problem
+    from olmtool.cluster.kube import connection_problem
 
     problem = connection_problem(exc)
     if problem is not None:
@@ -268,7 +268,7 @@ def describe(exc: BaseException) -> str:
     ``403 Forbidden: ...``), for lists of what could not be done."""
     from kubernetes.client.exceptions import ApiException
 
-    from olmtool.cluster.node.kube import connection_problem
+    from olmtool.cluster.kube import connection_problem
 
     problem = connection_problem(exc)
     if problem is not None:

@@ -41,7 +41,7 @@ from olmtool.cluster.planecerts import (
     EtcdCredentials,
     admin_credentials,
     etcd_credentials,
-    kubelet_credentials,
+    kubelet_client_credentials,
     loopback_serving_cert,
 )
 from olmtool.cluster.portrecord import PortRecord, port_holder, port_in_use
@@ -105,9 +105,7 @@ class ControlPlane:
     kubeconfig: Path
     ports: PortRecord
     sa_key: Path | None = None
-    # the node agent's kubelet API: its serving cert, and the apiserver's client cert
-    kubelet_serving: pki.KeyPair | None = None
-    kubelet_client: pki.KeyPair | None = None
+    kubelet_client: pki.KeyPair | None = None  # the apiserver's, for the kubelet API
     etcd: EtcdCredentials | None = None
     serving: pki.KeyPair | None = None  # the apiserver's
     sa_public: Path | None = None
@@ -159,7 +157,7 @@ def prepare_plane(
     service_ip = network.apiserver_service_ip if network else "10.0.0.1"
     ips = tuple(dict.fromkeys((LOOPBACK, service_ip, advertise)))
     ca, serving, sa, token = admin_credentials(state_dir, ips)
-    kubelet_serving, kubelet_client = kubelet_credentials(state_dir, ca)
+    kubelet_client = kubelet_client_credentials(state_dir, ca)
     ports = PortRecord.load(state_dir)
     ports.assign(name for names in COMPONENT_PORTS.values() for name in names)
     plane = ControlPlane(
@@ -169,7 +167,6 @@ def prepare_plane(
         state_dir / "admin.kubeconfig",
         ports,
         sa.key,
-        kubelet_serving,
         kubelet_client,
         etcd_credentials(state_dir),
         serving,

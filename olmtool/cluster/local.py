@@ -1,7 +1,9 @@
 """Named local clusters that outlive the command that started them.
 
 ``up`` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, a loopback
-OCI registry and the node agent as detached processes and records them in
+OCI registry and a node (containerd, kubelet and kube-proxy, with the cluster DNS and the
+volume provisioner: :mod:`olmtool.cluster.kubeletnode`) as detached processes and records
+them in
 ``<state>/<name>/cluster.json``; ``down`` stops exactly those processes (checked by pid
 and start time, so a recycled pid is never signalled); ``status`` reports what runs.
 ``up`` on a running cluster returns it unchanged; on one where some components died it
@@ -19,7 +21,6 @@ OLM engine (:mod:`olmtool.engine`, component ``olm-engine``) unless told not to.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -60,8 +61,7 @@ from olmtool.cluster.kubeletnode import (
 )
 from olmtool.cluster.kubeletnode.containerd import import_layout
 from olmtool.cluster.kubeletnode.kubeproxy import kube_proxy_command
-from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
-from olmtool.cluster.node.netns import remove_node_network
+from olmtool.cluster.network import ClusterNetwork, claim_network, holds, release_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.cluster.planecerts import pki_dir
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
@@ -71,11 +71,10 @@ from olmtool.errors import ArgumentError, OlmtoolError
 from olmtool.ports import LOOPBACK
 
 NODE_NAME = "olmtool-node"
-# Stopped in this order: the OLM engine, the node (the agent stops its pods; containerd's
-# Pods are stopped between the kubelet and containerd), the store last.
+# Stopped in this order: the OLM engine, the node (its Pods are stopped between the kubelet
+# and containerd), the store last.
 STOP_ORDER = (
     "olm-engine",
-    "node-agent",
     "provisioner",
     "cluster-dns",
     "kube-proxy",
@@ -87,10 +86,9 @@ STOP_ORDER = (
     "etcd",
     "registry",
 )
-# a real node's processes, and the cluster services that run beside it (the node agent
-# runs the provisioner itself and needs no DNS)
+# the node's processes, and the cluster services that run beside it
 REAL_NODE = ("containerd", "kubelet", "kube-proxy", "cluster-dns", "provisioner")
-START_ORDER = (*COMPONENTS, "registry", "node-agent", *REAL_NODE, "olm-engine")
+START_ORDER = (*COMPONENTS, "registry", *REAL_NODE, "olm-engine")
 
 Progress = Callable[[str], None]
 
@@ -123,7 +121,9 @@ class Cluster:
     network: int | None = None  # the claimed cluster network's index
     components: dict[str, Component] = field(default_factory=dict)
     docker_config: str | None = None  # the registry's login, as a docker config.json
-    runtime: str | None = None  # "containerd": a real node (kubelet); else the node agent
+    # "containerd" when the cluster has its node (None: control plane only, or a cluster
+    # made by an olmtool whose node was the retired node agent)
+    runtime: str | None = None
     # what this `up` did that the user should know (restarts, moved ports); not saved
     notes: list[str] = field(default_factory=list)
 
@@ -185,7 +185,6 @@ def up(
     assets: Path | None = None,
     registry_port: int | None = DEFAULT_REGISTRY_PORT,
     node: bool = True,
-    kubelet: bool = False,
     olm_crds: bool = True,
     engine: bool = True,
     progress: Progress | None = None,
@@ -196,8 +195,8 @@ def up(
     picks a free port (at the first ``up``: later ones keep the recorded port);
     ``olm_crds`` installs OLM's CRDs (also on a running cluster; False removes none
     that are there) and ``engine`` (with them) starts olmtool's OLM engine (False: to
-    run real OLM on the cluster). ``kubelet`` makes the node a real one (containerd and
-    kubelet, :mod:`olmtool.cluster.kubeletnode`) instead of the node agent."""
+    run real OLM on the cluster). ``node`` False starts no node (containerd, kubelet,
+    kube-proxy, DNS and provisioner: :mod:`olmtool.cluster.kubeletnode`)."""
     say = progress or (lambda _message: None)
     notes: list[str] = []
 
@@ -230,7 +229,7 @@ def up(
     _seed_ports(state_dir, existing)
     say("finding kube-apiserver, controller-manager, scheduler and etcd")
     assets = assets or ensure_assets()
-    runtime = "containerd" if node and kubelet else None
+    runtime = "containerd" if node else None
     plane, network = _launch_on_network(assets, state_dir, timeout, say, note, runtime)
     cluster = Cluster(
         name=name,
@@ -256,14 +255,8 @@ def up(
                 login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
                 push_standins(cluster.registry, login)
         _save(cluster)
-        if node and runtime == "containerd":
+        if node:
             _start_real_node(cluster, state_dir, plane, assets, network, timeout, say)
-            _save(cluster)
-            say("waiting for the node to be Ready")
-            _wait_node_ready(cluster, timeout)
-        elif node:
-            say("starting the node agent")
-            _start_node(cluster, state_dir, plane)
             _save(cluster)
             say("waiting for the node to be Ready")
             _wait_node_ready(cluster, timeout)
@@ -305,7 +298,7 @@ def _restart_dead(
     note: Progress,
 ) -> None:
     """Start again, on their recorded ports, the components of ``cluster`` that died;
-    the others (and the node agent's pods) run on."""
+    the others (and the node's Pods) run on."""
     state_dir = Path(cluster.state_dir)
     say(f"restarting {', '.join(dead)}; the rest runs on")
     network = claim_network(state_dir)
@@ -328,10 +321,6 @@ def _restart_dead(
             _record(cluster, plane)
         elif component == "registry":
             _start_registry(cluster, state_dir, 0)
-        elif component == "node-agent":
-            _start_node(cluster, state_dir, plane)
-            _save(cluster)
-            _wait_node_ready(cluster, timeout)
         elif component in REAL_NODE:
             assets = assets or ensure_assets()
             _start_real_node(cluster, state_dir, plane, assets, network, timeout, say,
@@ -345,8 +334,7 @@ def _restart_dead(
 
 
 def _advertise(runtime: str | None, network: ClusterNetwork) -> str:
-    """Where Pods reach the apiserver: a real node's address, else loopback (the agent's
-    Pods share the host's network)."""
+    """Where Pods reach the apiserver: the node's address (loopback without a node)."""
     return network.host_address if runtime == "containerd" else LOOPBACK
 
 
@@ -438,28 +426,6 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
     cluster.docker_config = str(auth.docker_config)
 
 
-def _start_node(cluster: Cluster, state_dir: Path, plane: ControlPlane) -> None:
-    if importlib.util.find_spec("olmtool.cluster.node") is None:
-        raise ArgumentError("is needed: this olmtool has no node agent", argument="node")
-    args = [
-        sys.executable,
-        "-m",
-        "olmtool.cluster.node",
-        f"--kubeconfig={cluster.kubeconfig}",
-        f"--state-dir={state_dir / 'node'}",
-        f"--node-name={NODE_NAME}",
-    ]
-    if cluster.network:
-        args.append(f"--network-index={cluster.network}")
-    if cluster.registry:
-        args.append(f"--registry={cluster.registry}")
-    if plane.kubelet_serving:  # the kubelet API, for kubectl logs and exec
-        args.append(f"--tls-cert-file={plane.kubelet_serving.cert}")
-        args.append(f"--tls-private-key-file={plane.kubelet_serving.key}")
-    _detach(cluster, "node-agent", args, state_dir / "node-agent.log")
-    cluster.node = NODE_NAME
-
-
 def _real_node(cluster: Cluster, network: ClusterNetwork | None = None) -> RealNode:
     network = network or ClusterNetwork(cluster.network or 1)
     return RealNode(NODE_NAME, cluster.name, Path(cluster.state_dir) / "node", network)
@@ -536,17 +502,8 @@ def _release_real_node(cluster: Cluster, *, delete: bool = False) -> None:
     if cluster.runtime != "containerd" or not cluster.network:
         return
     node = _real_node(cluster)
-    release_host(node, last=not _other_real_nodes(cluster), delete=delete)
-
-
-def _other_real_nodes(cluster: Cluster) -> bool:
-    """Whether another cluster's containerd runs (its host settings must stay)."""
-    root = Path(cluster.state_dir).parent
-    for state in root.glob(f"*/{STATE_FILE}"):
-        other = read_cluster(state.parent.name, root)
-        if other and other.name != cluster.name and other.running().get("containerd"):
-            return True
-    return False
+    network = holds(Path(cluster.state_dir), cluster.network)
+    release_host(node, delete=delete, network=network)
 
 
 def _detach(cluster: Cluster, component: str, args: list[str], log_file: Path) -> None:
@@ -603,14 +560,11 @@ def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
     while time.monotonic() < deadline:
         if node_ready(cluster):
             return
-        for component, log in (
-            ("node-agent", Path(cluster.state_dir) / "node-agent.log"),
-            ("kubelet", Path(cluster.state_dir) / "node" / "kubelet.log"),
-        ):
-            process = cluster.components.get(component)
-            if process is not None and not process.alive():
-                raise ClusterError(f"{component} exited; see {log}")
-        time.sleep(0.1)  # the node is usually Ready ~1 s after the agent starts
+        kubelet = cluster.components.get("kubelet")
+        if kubelet is not None and not kubelet.alive():
+            log = Path(cluster.state_dir) / "node" / "kubelet.log"
+            raise ClusterError(f"the kubelet exited; see {log}")
+        time.sleep(0.2)
     raise ClusterError(f"node {cluster.node} not Ready after {timeout:.0f}s")
 
 
@@ -623,8 +577,8 @@ def load_image(
     containerd = cluster.components.get("containerd")
     if cluster.runtime != "containerd" or containerd is None:
         raise ClusterError(
-            f"cluster {name!r} has no real node to load images into (start it with "
-            "`olmtool cluster up --kubelet`; the node agent's Pods pull from the registry)"
+            f"cluster {name!r} has no node to load images into (it was started with "
+            "--no-node, or by an older olmtool: `olmtool cluster down` and `up` again)"
         )
     if not containerd.alive():
         raise ClusterError(f"cluster {name!r}: containerd is not running (olmtool cluster up)")
@@ -648,18 +602,10 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
         cluster.components.clear()
         _save(cluster)
         _release_real_node(cluster, delete=delete)
-    if cluster is not None and cluster.network and cluster.runtime != "containerd":
-        _remove_node_network(cluster.network)
     release_network(state_dir)
     if delete:
         shutil.rmtree(state_dir, ignore_errors=True)
     return stopped
-
-
-def _remove_node_network(index: int) -> None:
-    """What a node agent that did not stop cleanly (killed) left on the host: its Pods'
-    network namespaces, the Service route and the bridge."""
-    remove_node_network(ClusterNetwork(index))
 
 
 def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:

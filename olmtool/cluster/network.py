@@ -1,11 +1,13 @@
 """Cluster networks: address ranges that one local cluster holds on this machine.
 
 Every cluster gets an *index* ``i`` (1-254) and with it a Pod network ``10.244.i.0/24``
-(a Linux bridge ``olmtool<i>`` holding the gateway ``10.244.i.1``), a Service network
-``10.96.i.0/24`` (the apiserver's ``--service-cluster-ip-range``; the ``kubernetes``
-Service gets ``10.96.i.1``) and, where Pods cannot have network namespaces (not root),
-the loopback range ``127.i.0.0/16`` for their addresses. Two clusters on one machine
-therefore never hand out the same Pod or Service address.
+(the Pod bridge in the node's network namespace ``olmtool-<i>`` holds the gateway
+``10.244.i.1``), a Service network ``10.96.i.0/24`` (the apiserver's
+``--service-cluster-ip-range``; the ``kubernetes`` Service gets ``10.96.i.1``, the cluster
+DNS ``10.96.i.10``) and a link ``10.243.i.0/30`` between the host (``olmtool<i>``,
+``10.243.i.1``: the node's address) and the node's namespace (``10.243.i.2``), through
+which the host routes the Pod and Service networks. Two clusters on one machine
+therefore never hand out the same address.
 
 An index is *claimed* machine-wide: ``/run/olmtool/networks/<i>`` (a file created with
 ``O_EXCL``, under a lock) names the cluster's state directory, and the state directory's
@@ -59,7 +61,7 @@ class ClusterNetwork:
     index: int
     pod_cidr: str = ""
     service_cidr: str = ""
-    bridge: str = ""
+    bridge: str = ""  # the host's end of the link to the node (a veth)
 
     def __post_init__(self) -> None:
         if not 1 <= self.index <= MAX_INDEX:
@@ -75,7 +77,7 @@ class ClusterNetwork:
 
     @property
     def gateway(self) -> str:
-        """The node's address on the Pod network (the bridge's), the Pods' default route."""
+        """The Pod bridge's address, the Pods' default route."""
         return str(Network(self.pod_cidr).network_address + 1)
 
     @property
@@ -110,14 +112,9 @@ class ClusterNetwork:
         """The cluster DNS Service's ClusterIP (kubeadm's ``.10``)."""
         return str(Network(self.service_cidr).network_address + 10)
 
-    @property
-    def loopback_cidr(self) -> str:
-        """Where Pod addresses come from when Pods share the host's network stack."""
-        return f"127.{self.index}.0.0/16"
-
     def overlaps(self, routes: Iterable[Route]) -> bool:
         """Whether a host route uses these ranges; routes through this network's own
-        bridge are left out (a bridge an agent killed with SIGKILL left behind)."""
+        link are left out (a link a cluster killed with SIGKILL left behind)."""
         mine = (Network(self.pod_cidr), Network(self.service_cidr), Network(self.link_cidr))
         return any(
             net.overlaps(route.network)
@@ -128,7 +125,7 @@ class ClusterNetwork:
 
 
 def default_claims_dir() -> Path:
-    """``/run/olmtool/networks`` as root (gone at reboot, like the bridges), else the
+    """``/run/olmtool/networks`` as root (gone at reboot, like the links), else the
     user's cache directory."""
     if os.geteuid() == 0:
         return RUN_CLAIMS
@@ -182,7 +179,7 @@ def claim_network(
     recorded = recorded_network(state_dir)
     with _locked(claims):
         if recorded is not None and _owner(claims, recorded.index) == state_dir:
-            return recorded  # still ours (its bridge route is one of the host's routes)
+            return recorded  # still ours (its link's routes are among the host's routes)
         preferred = [recorded.index] if recorded is not None else []
         for index in [*preferred, *range(1, MAX_INDEX + 1)]:
             network = ClusterNetwork(index)
@@ -207,6 +204,14 @@ def release_network(state_dir: Path, *, claims_dir: Path | None = None) -> None:
     with _locked(claims):
         if _owner(claims, recorded.index) == state_dir:
             (claims / str(recorded.index)).unlink(missing_ok=True)
+
+
+def holds(state_dir: Path, index: int, *, claims_dir: Path | None = None) -> bool:
+    """Whether the claim of network ``index`` names ``state_dir``: only then may the
+    cluster there tear that network down (another cluster may have taken the index over
+    once this one's claim went stale)."""
+    claims = claims_dir or default_claims_dir()
+    return _owner(claims, index) == Path(state_dir).resolve()
 
 
 @contextlib.contextmanager

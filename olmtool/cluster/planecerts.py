@@ -1,8 +1,9 @@
 """The control plane's keys and certificates, kept in ``<state>/pki`` (0700, keys 0600).
 
-* The cluster CA (``olmtool-ca``) signs the apiserver's serving certificate, the node
-  agent's kubelet serving certificate and the apiserver's client certificate for it, and
-  the serving certificates of kube-controller-manager and kube-scheduler.
+* The cluster CA (``olmtool-ca``) signs the apiserver's serving certificate, its client
+  certificate for kubelets, the serving certificates of kube-controller-manager and
+  kube-scheduler, and the node's (:mod:`olmtool.cluster.kubeletnode`: the kubelet's
+  identity and serving certificate, kube-proxy's identity).
 * etcd has a CA of its own (``etcd-ca``, as kubeadm does): it signs etcd's serving and
   peer certificates and the one client certificate etcd accepts, the apiserver's
   (``kube-apiserver-etcd-client``, also what olmtool's health checks present). A
@@ -68,11 +69,10 @@ def _apiserver_cert(directory: Path, ca: pki.KeyPair, ips: tuple[str, ...]) -> p
     return pki.create_serving_cert(directory, ca, "kube-apiserver", hosts=APISERVER_NAMES, ips=ips)
 
 
-def kubelet_credentials(state_dir: Path, ca: pki.KeyPair) -> tuple[pki.KeyPair, pki.KeyPair]:
-    """The node agent's kubelet serving cert (127.0.0.1) and the apiserver's client cert
-    for it, signed by the cluster CA; issued again when missing or from another CA."""
+def kubelet_client_credentials(state_dir: Path, ca: pki.KeyPair) -> pki.KeyPair:
+    """The apiserver's client certificate for kubelets (logs, exec, port-forward), signed
+    by the cluster CA; issued again when missing or from another CA."""
     directory = pki_dir(state_dir)
-    serving = loopback_serving_cert(state_dir, ca, "kubelet")
     client = pki.KeyPair(
         directory / "kube-apiserver-kubelet-client.crt",
         directory / "kube-apiserver-kubelet-client.key",
@@ -82,7 +82,7 @@ def kubelet_credentials(state_dir: Path, ca: pki.KeyPair) -> tuple[pki.KeyPair, 
         client = pki.create_client_cert(
             directory, ca, "kube-apiserver-kubelet-client", organization="system:masters"
         )
-    return serving, client
+    return client
 
 
 def loopback_serving_cert(

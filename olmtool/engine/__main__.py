@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("urllib3").setLevel(logging.WARNING)
 
-    from olmtool.cluster.node.kube import Kube
+    from olmtool.cluster.kube import Kube
     from olmtool.engine.loop import Engine
 
     engine = Engine(

@@ -104,7 +104,7 @@ class Engine:
                     raise
 
     def _start_watches(self) -> None:
-        from olmtool.cluster.node.kube import watch_forever
+        from olmtool.cluster.kube import watch_forever
 
         custom = kubernetes.client.CustomObjectsApi(self.kube.api_client)
         apps = kubernetes.client.AppsV1Api(self.kube.api_client)

@@ -110,7 +110,7 @@ def test_down_of_a_stopped_cluster_says_it_was_not_running(clusters: Path, tmp_p
 
 
 def test_assets_prints_the_folder_it_found(binaries: Path, tmp_path: Path) -> None:
-    for name in assets.CONTROL_PLANE:
+    for name in assets.EVERYTHING:
         (binaries / name).write_text("#!/bin/sh\n")
         (binaries / name).chmod(0o755)
     found = olmtool("cluster", "assets", cwd=tmp_path)
@@ -128,5 +128,5 @@ def test_assets_optional_skips_where_they_cannot_be_built(
     run = olmtool("cluster", "assets", "--optional", cwd=tmp_path)
     assert run.returncode == 0 and run.stdout == ""
     assert run.stderr.strip() == (
-        "no control-plane binaries, and they cannot be built here: not a Debian system (no apt-get)"
+        "no Kubernetes binaries, and they cannot be built here: not a Debian system (no apt-get)"
     )

@@ -28,7 +28,9 @@ def test_ranges_follow_the_index() -> None:
     assert network.bridge == "olmtool7"
     assert network.gateway == "10.244.7.1"
     assert network.apiserver_service_ip == "10.96.7.1"
-    assert network.loopback_cidr == "127.7.0.0/16"
+    assert network.link_cidr == "10.243.7.0/30"
+    assert (network.host_address, network.node_netns_address) == ("10.243.7.1", "10.243.7.2")
+    assert network.dns_ip == "10.96.7.10"
     assert ClusterNetwork(7, pod_cidr="10.1.0.0/16").gateway == "10.1.0.1"
     for bad in (0, MAX_INDEX + 1):
         with pytest.raises(ValueError, match=r"not in 1\.\.254"):

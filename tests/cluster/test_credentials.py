@@ -7,7 +7,11 @@ import stat
 from pathlib import Path
 
 from olmtool.cluster import pki
-from olmtool.cluster.planecerts import admin_credentials, etcd_credentials, kubelet_credentials
+from olmtool.cluster.planecerts import (
+    admin_credentials,
+    etcd_credentials,
+    kubelet_client_credentials,
+)
 
 
 def _mode(path: Path) -> int:
@@ -29,7 +33,7 @@ def test_a_serving_cert_without_the_service_ip_is_issued_again(tmp_path: Path) -
 
 def test_etcd_trusts_only_its_own_ca(tmp_path: Path) -> None:
     ca, *_ = admin_credentials(tmp_path, ("127.0.0.1",))
-    _, kubelet_client = kubelet_credentials(tmp_path, ca)
+    kubelet_client = kubelet_client_credentials(tmp_path, ca)
     etcd = etcd_credentials(tmp_path)
     assert etcd.ca.cert != ca.cert
     for pair in (etcd.server, etcd.peer, etcd.client):

@@ -124,9 +124,18 @@ def test_restart_order_and_what_each_component_needs(
         local, "start_component", lambda plane, assets, name, **kw: started.append(name)
     )
     monkeypatch.setattr(local, "_start_registry", lambda c, s, port: started.append("registry"))
-    monkeypatch.setattr(local, "_start_node", lambda c, s, p: started.append("node-agent"))
+    monkeypatch.setattr(
+        local, "_start_real_node", lambda c, s, p, a, n, t, say, only: started.append(only)
+    )
     monkeypatch.setattr(local, "_wait_node_ready", lambda c, t: None)
     monkeypatch.setattr(local, "_start_engine", lambda c, s, say: started.append("olm-engine"))
-    dead = ["olm-engine", "registry", "kube-scheduler", "node-agent", "kube-apiserver"]
+    dead = ["olm-engine", "kubelet", "registry", "kube-scheduler", "containerd", "kube-apiserver"]
     local._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None, lambda _m: None)
-    assert started == ["kube-apiserver", "kube-scheduler", "registry", "node-agent", "olm-engine"]
+    assert started == [
+        "kube-apiserver",
+        "kube-scheduler",
+        "registry",
+        "containerd",
+        "kubelet",
+        "olm-engine",
+    ]

@@ -30,9 +30,9 @@ from olmtool.cluster import (
 )
 from olmtool.cluster.assets import CONTROL_PLANE, NODE
 from olmtool.cluster.controlplane import prepare_plane
+from olmtool.cluster.kube import Kube
 from olmtool.cluster.kubeletnode import missing_tools
 from olmtool.cluster.network import ClusterNetwork
-from olmtool.cluster.node.kube import Kube
 from tests.e2e.helpers import TIMINGS, Cluster, service_account_ready, wait_for
 from tests.e2e.ocirun import require_runtime
 
@@ -78,7 +78,7 @@ def _build_in_sight(config: pytest.Config) -> Path:
             file=sys.stderr,
             flush=True,
         )
-        return build_assets(node=True)
+        return build_assets()
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +111,7 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     root = tmp_path_factory.mktemp("clusters")
     started = time.monotonic()
     made = local.up(
-        "e2e", root=root, assets=kube_assets, registry_port=0, kubelet=True,
+        "e2e", root=root, assets=kube_assets, registry_port=0,
         olm_crds=False, engine=False,
     )  # fmt: skip
     TIMINGS["up -> node Ready"] = time.monotonic() - started

@@ -32,7 +32,7 @@ import olmtool
 from olmtool import yamlio
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
-from olmtool.cluster.node.kube import Kube
+from olmtool.cluster.kube import Kube
 from olmtool.ports import free_port
 from olmtool.serve import RunningServer, start_server
 from tests.e2e import test_real_olm as real
@@ -145,7 +145,7 @@ def deployment(
     env: list[JSON] | None = None,
 ) -> JSON:
     """A CSV deployment whose one container sleeps in the host shell."""
-    container: JSON = {"name": "operator", "image": "busybox", "command": SLEEP}
+    container: JSON = {"name": "operator", "image": "busybox:1.35", "command": SLEEP}
     if env:
         container["env"] = env
     template: JSON = {"labels": {"app": name}}

@@ -31,8 +31,8 @@ import pytest
 
 from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cluster_up
 from olmtool.cluster import ClusterNetwork, local
+from olmtool.cluster.kube import Kube
 from olmtool.cluster.network import default_claims_dir
-from olmtool.cluster.node.kube import Kube
 from olmtool.errors import InputError
 from olmtool.images import Credentials, ImageTarget, RegistryError, pull, push, save_image
 from tests.catalog.test_cli_validate import cli
@@ -381,7 +381,7 @@ def test_tokens_and_secrets_are_readable_by_the_pod_only(full: Full) -> None:
             "containers": [
                 {
                     "name": "main",
-                    "image": "busybox",
+                    "image": "busybox:1.35",
                     "command": ["sh", "-c", "sleep 3600"],
                     "volumeMounts": [{"name": "creds", "mountPath": "/tmp/creds"}],
                 }
@@ -406,7 +406,7 @@ def test_tokens_and_secrets_are_readable_by_the_pod_only(full: Full) -> None:
 
 
 def test_up_restarts_only_what_died(full: Full) -> None:
-    sleeper = {"name": "main", "image": "busybox", "command": ["sh", "-c", "sleep 3600"]}
+    sleeper = {"name": "main", "image": "busybox:1.35", "command": ["sh", "-c", "sleep 3600"]}
     _pod(full.kube, "steady", {"containers": [sleeper]})
     wait_for(lambda: _phase(full.kube, "steady", "Running"), 60, "the pod runs")
     (record,) = [

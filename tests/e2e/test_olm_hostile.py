@@ -36,7 +36,7 @@ LONG_PACKAGE = "hostile-long-package-name-that-nearly-fills-a-label"  # CSV name
 
 def hostile_objects(w: World) -> dict[str, JSON]:
     """One object of each kind OLM v0.18.3 refuses, harmless if it were created."""
-    pod_spec = {"containers": [{"name": "c", "image": "busybox", "command": SLEEP}]}
+    pod_spec = {"containers": [{"name": "c", "image": "busybox:1.35", "command": SLEEP}]}
     return {
         "Pod": {
             "apiVersion": "v1",

@@ -20,10 +20,10 @@ import pytest
 
 from olmtool.cluster import local
 from olmtool.cluster.assets import find_kubectl
+from olmtool.cluster.kube import Kube
 from olmtool.cluster.kubeletnode import RealNode, dns_hosts_file
 from olmtool.cluster.kubeletnode.containerd import ContainerdPaths
 from olmtool.cluster.network import ClusterNetwork
-from olmtool.cluster.node.kube import Kube
 from tests.e2e.helpers import Cluster, service_account_ready, wait_for
 
 PYTHON = "docker.io/library/python:3.11"
@@ -193,7 +193,7 @@ def test_cluster_load_puts_an_image_on_the_node(cluster: Cluster, ns: str) -> No
 @pytest.fixture(scope="module")
 def second(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[local.Cluster]:
     root = tmp_path_factory.mktemp("second")
-    made = local.up("second", root=root, registry_port=0, kubelet=True, olm_crds=False)
+    made = local.up("second", root=root, registry_port=0, olm_crds=False)
     try:
         yield made
     finally:
@@ -238,7 +238,7 @@ def test_a_killed_node_component_comes_back_and_pods_run_on(
     assert recorded is not None
     os.kill(recorded.components[component].pid, signal.SIGKILL)
     wait_for(lambda: not recorded.components[component].alive(), 10, f"{component} gone")
-    again = local.up("second", root=Path(second.state_dir).parent, kubelet=True, olm_crds=False)
+    again = local.up("second", root=Path(second.state_dir).parent, olm_crds=False)
     assert again.running()[component]
     assert f"restarted {component}" in again.notes
     wait_for(lambda: local.node_ready(again), 60, "node Ready again")
@@ -274,7 +274,7 @@ def _host_traces(made: local.Cluster) -> list[str]:
 
 
 def test_down_delete_leaves_nothing_of_the_cluster_behind(cluster: Cluster, tmp_path: Path) -> None:
-    made = local.up("gone", root=tmp_path, registry_port=0, kubelet=True, olm_crds=False)
+    made = local.up("gone", root=tmp_path, registry_port=0, olm_crds=False)
     kube = Kube(Path(made.kubeconfig))
     run_pod(kube, "default", pod("hold", BUSYBOX, ["sleep", "3600"]))
     wait_for(lambda: phase(kube, "default", "hold") == "Running", 60, "hold Running")

@@ -119,19 +119,25 @@ def prepare_host(node: RealNode) -> None:
     kubelet.ensure_cgroup_root(node.cluster)
 
 
-def release_host(node: RealNode, *, last: bool, delete: bool = False) -> dict[str, str]:
+def release_host(node: RealNode, *, delete: bool = False, network: bool = True) -> dict[str, str]:
     """Undo :func:`prepare_host` once the node's processes are gone (Pods' volumes
-    unmounted; ``delete``: the kubelet's root removed too); ``last`` (no other cluster's
-    node runs) also restores the host's sysctls, returning what changed."""
+    unmounted; ``delete``: the kubelet's root removed too; ``network`` False: the network
+    namespace and link stay, for the cluster that holds the index now). The last node on
+    the machine also restores the host's sysctls (returning what changed) and removes
+    the kubelet's iptables chains."""
     kubelet.unmount_under(node.kubelet.root)
     kubelet.unmount_under(node.directory.resolve())  # sandboxes' /dev/shm, snapshots
     dns_hosts_file(node.network).unlink(missing_ok=True)
     if delete:
         kubelet.remove_root(node.kubelet.root)
-    hostnet.remove_node_network(node.network)
+    if network:
+        hostnet.remove_node_network(node.network)
     shutil.rmtree(node.ipam_dir, ignore_errors=True)  # its Pods are gone
     kubelet.remove_cgroup_root(node.cluster)
-    return hostnet.restore_baseline() if last else {}
+    if hostnet.other_nodes(node.network):
+        return {}
+    hostnet.remove_kubelet_chains()
+    return hostnet.restore_baseline()
 
 
 def containerd_command(

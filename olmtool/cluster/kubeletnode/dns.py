@@ -48,10 +48,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from olmtool.cluster.kube import Kube, Streams, status_of, watch_forever
 from olmtool.cluster.kubeletnode import hostnet
 from olmtool.cluster.kubeletnode.kubelet import CLUSTER_DOMAIN
 from olmtool.cluster.network import ClusterNetwork
-from olmtool.cluster.node.kube import Kube, Streams, status_of, watch_forever
 
 # a fixed name: run with ``-m`` the module is ``__main__``
 log = logging.getLogger("olmtool.cluster.kubeletnode.dns")

@@ -136,6 +136,14 @@ def _address(ip: list[str], device: str, address: str) -> None:
         _run(*ip, "addr", "add", address, "dev", device)
 
 
+def other_nodes(network: ClusterNetwork) -> list[str]:
+    """The network namespaces of other clusters' nodes on this machine (whatever their
+    state directory): while there are any, the host's settings stay."""
+    return sorted(
+        path.name for path in Path("/run/netns").glob("olmtool-*") if path.name != network.netns
+    )
+
+
 def remove_node_network(network: ClusterNetwork) -> None:
     """The namespace (and with it the bridge, the veths and every rule in it), the link's
     host end and the routes through it."""
@@ -196,3 +204,24 @@ def remove_netns_mount(path: str) -> None:
     subprocess.run(["umount", path], capture_output=True, check=False)
     with contextlib.suppress(OSError):
         Path(path).unlink()
+
+
+def remove_kubelet_chains() -> list[str]:
+    """The iptables chains and jumps the kubelet makes in the host's namespace
+    (``KUBE-MARK-*``, ``KUBE-FIREWALL``, ``KUBE-POSTROUTING``, ``KUBE-KUBELET-CANARY``),
+    once no node runs: each table rewritten without them, in one ``iptables-restore``."""
+    removed = []
+    for table in ("nat", "filter", "mangle"):
+        saved = subprocess.run(
+            ["iptables-save", "-t", table], capture_output=True, text=True, check=False
+        )
+        if saved.returncode != 0 or "KUBE-" not in saved.stdout:
+            continue
+        lines = saved.stdout.splitlines()
+        kept = [line for line in lines if "KUBE-" not in line]
+        removed += [f"{table}: {line}" for line in lines if "KUBE-" in line]
+        subprocess.run(
+            ["iptables-restore", "--table", table], input="\n".join(kept) + "\n",
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    return removed

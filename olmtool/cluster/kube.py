@@ -1,10 +1,10 @@
 """A thin layer over the ``kubernetes`` client that speaks plain dicts.
 
-The generated models validate every field on the way in and out; the agent only needs
-JSON documents, so requests go through the client's ``ApiClient`` (kubeconfig loading,
-TLS, auth, connection pool) and answers are parsed as JSON. Watches are the
-client's ``list_*`` calls with ``watch=True``, read line by line as JSON events.
-:class:`PodApi` holds the calls a Pod worker makes (look-ups, tokens, status, deletion).
+The generated models validate every field on the way in and out; olmtool's clients (the
+OLM engine, install, test upgrade, the cluster's DNS and provisioner) only need JSON
+documents, so requests go through the client's ``ApiClient`` (kubeconfig loading, TLS,
+auth, connection pool) and answers are parsed as JSON. Watches are the client's
+``list_*`` calls with ``watch=True``, read line by line as JSON events.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,24 +32,6 @@ log = logging.getLogger(__name__)
 JSON = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-
-
-def now() -> str:
-    """The current time as Kubernetes writes it (RFC 3339, seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def now_micro() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 class Kube:
@@ -278,90 +259,6 @@ def _plain(exc: BaseException) -> str:
     if isinstance(exc, urllib3.exceptions.ProtocolError) and len(exc.args) > 1:
         text = f"{exc.args[0]}: {exc.args[1]}"
     return re.sub(r"\[Errno -?\d+\] ", "", text).strip().rstrip(".")
-
-
-class PodApi:
-    """The apiserver calls a Pod worker makes: look-ups of what its Pod refers to, the
-    service-account token, the Pod's status and its final deletion. Look-ups answer None
-    for what does not exist; any other API error is raised (``ApiException``)."""
-
-    def __init__(self, kube: Kube) -> None:
-        self.kube = kube
-
-    def _namespaced(self, namespace: str, plural: str, name: str) -> JSON | None:
-        return self.kube.get_or_none(f"/api/v1/namespaces/{namespace}/{plural}/{name}")
-
-    def configmap(self, namespace: str, name: str) -> JSON | None:
-        return self._namespaced(namespace, "configmaps", name)
-
-    def secret(self, namespace: str, name: str) -> JSON | None:
-        return self._namespaced(namespace, "secrets", name)
-
-    def claim(self, namespace: str, name: str) -> JSON | None:
-        return self._namespaced(namespace, "persistentvolumeclaims", name)
-
-    def persistent_volume(self, name: str) -> JSON | None:
-        return self.kube.get_or_none(f"/api/v1/persistentvolumes/{name}")
-
-    def automount_token(self, namespace: str, account: str) -> bool:
-        """Whether the service account lets Pods mount its token; True when it cannot be
-        read, as the admission plugin mounted it on the same default."""
-        try:
-            found = self._namespaced(namespace, "serviceaccounts", account)
-        except Exception:
-            return True
-        return found is None or found.get("automountServiceAccountToken") is not False
-
-    def request_token(
-        self, namespace: str, account: str, source: JSON, pod: JSON
-    ) -> tuple[str, float]:
-        """A TokenRequest token for ``account``, bound to ``pod``: (token, lifetime in s)."""
-        expiration = int(source.get("expirationSeconds") or 3600)
-        spec: JSON = {
-            "expirationSeconds": expiration,
-            "boundObjectRef": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod["metadata"]["name"],
-                "uid": pod["metadata"]["uid"],
-            },
-        }
-        if source.get("audience"):
-            spec["audiences"] = [str(source["audience"])]
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
-        status = self.kube.create(path, body).get("status") or {}
-        expires = parse_time(status.get("expirationTimestamp"))
-        lifetime = float(expiration)
-        if expires is not None:
-            lifetime = max(expires.timestamp() - time.time(), 60.0)
-        return str(status.get("token") or ""), lifetime
-
-    def patch_status(self, namespace: str, name: str, status: JSON) -> bool:
-        """Post the Pod's status; False when the Pod is gone (nothing left to report to)."""
-        path = f"/api/v1/namespaces/{namespace}/pods/{name}/status"
-        try:
-            self.kube.patch(path, {"status": status}, STRATEGIC_PATCH)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
-
-    def delete_pod(self, namespace: str, name: str, uid: str) -> None:
-        """Delete the Pod for good (grace 0), as kubelet does once its containers stopped;
-        a Pod already gone, or replaced by another of the same name, is left alone."""
-        body = {
-            "apiVersion": "v1",
-            "kind": "DeleteOptions",
-            "gracePeriodSeconds": 0,
-            "preconditions": {"uid": uid},
-        }
-        try:
-            self.kube.delete(f"/api/v1/namespaces/{namespace}/pods/{name}", body)
-        except ApiException as exc:
-            if exc.status not in (404, 409):
-                raise
 
 
 class Streams:
