@@ -51,3 +51,17 @@ OPERATOR_CONFIG = {
     "Env": ["GREETING=hi", "PATH=/usr/local/bin:/usr/bin:/bin"],
     "WorkingDir": "/app",
 }
+
+
+def runnable_operator_image() -> Image:
+    """``OPERATOR_FILES`` on olmtool's Python base (built from Debian packages): an image
+    a real node runs (``python_image`` alone has no interpreter)."""
+    from olmtool.images.build.compose import compressed, stack
+    from olmtool.images.debian import python_base
+    from olmtool.images.image import EPOCH
+
+    tar = layer_tar(OPERATOR_FILES)
+    env = [*OPERATOR_CONFIG["Env"], "PYTHONPATH=/usr/local/lib/python3.11/site-packages"]
+    config = {**OPERATOR_CONFIG, "Env": env, "User": "65532"}
+    history = [{"created": EPOCH, "created_by": "tests: hello-op"}]
+    return stack(python_base().image, [compressed(tar)], [digest_of(tar)], config, history, EPOCH)

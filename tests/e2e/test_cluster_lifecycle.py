@@ -2,7 +2,7 @@
 
 Their behaviour through the actions in-process; one test runs the real ``olmtool cluster``
 commands to check that ``up -o json``, ``kubeconfig``, ``down`` and a user error on stderr
-wire together; other CLI wiring in-process. One full cluster (node agent, registry, OLM
+wire together; other CLI wiring in-process. One full cluster (real node, registry, OLM
 engine), shared by the tests at the end, shows it locked down: etcd refuses clients
 without its certificate, the registry anonymous ones, the controllers' debug endpoints
 anonymous ones; tokens and Secrets are 0600; and ``up`` restarts only what died.
@@ -160,7 +160,7 @@ def test_cli_up_json_kubeconfig_down(clusters: Path) -> None:
     ]
 
 
-# --- one full cluster (node agent, registry, OLM engine) for the tests below --------------
+# --- one full cluster (real node, registry, OLM engine) for the tests below ---------------
 #
 # Started once for the module (after the tests above, so two clusters never run at once)
 # and checked test by test: the node, the locked-down components, then a restart of
@@ -186,7 +186,7 @@ class Full:
 @pytest.fixture(scope="module")
 def full(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Full]:
     if os.geteuid() != 0:
-        pytest.skip("the node agent's mount namespaces need root")
+        pytest.skip("a real node (containerd, network namespaces) needs root")
     root = tmp_path_factory.mktemp("clusters")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OLMTOOL_CLUSTERS_DIR", str(root))
@@ -259,16 +259,16 @@ def test_up_gives_a_kubeconfig_whose_node_is_ready(full: Full) -> None:
     assert " Ready " in nodes.stdout.splitlines()[1] + " "
     status = cluster_status("full")
     assert status.node_ready is True and status.as_dict()["nodeReady"] is True
-    assert status.components["node-agent"]
+    assert status.components["kubelet"] and status.components["containerd"]
     network = ClusterNetwork(full.cluster.network or 0)
     assert Path(f"/sys/class/net/{network.bridge}").exists()  # the node's Pod network
     # where the registry's login is, for DOCKER_CONFIG / REGISTRY_AUTH_FILE
     assert status.as_dict()["dockerConfig"] == str(full.state / "docker" / "config.json")
     assert stat.S_IMODE(full.state.stat().st_mode) == 0o700
 
-    # the agent serves the kubelet API: kubectl logs and exec work
+    # the kubelet serves its API: kubectl logs and exec work
     script = "echo hello from the pod; sleep 3600"
-    pod = ("run", "hello", "--image=busybox", "--restart=Never", "--", "sh", "-c", script)
+    pod = ("run", "hello", "--image=busybox:1.35", "--restart=Never", "--", "sh", "-c", script)
     wait_for(  # once the default service account exists
         lambda: _kubectl(full.assets, kubeconfig, *pod).returncode == 0, 30, "kubectl run"
     )
@@ -314,11 +314,11 @@ def test_etcd_refuses_clients_without_its_certificate(full: Full) -> None:
 def test_the_registry_refuses_anonymous_clients(
     full: Full, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.cluster.helpers import OPERATOR_CONFIG, OPERATOR_FILES, python_image
+    from tests.cluster.helpers import runnable_operator_image
 
     registry = full.cluster.registry
     assert registry is not None
-    image = python_image(OPERATOR_FILES, OPERATOR_CONFIG)
+    image = runnable_operator_image()
     ref = f"{registry}/olmtool/hello-op:0.1.0"
     # `--push` (save_image) finds the cluster's login on its own
     saved = save_image(
@@ -342,7 +342,7 @@ def test_the_registry_refuses_anonymous_clients(
     assert pull(f"localhost:{registry.rpartition(':')[2]}/olmtool/hello-op:0.1.0").digest == (
         image.digest
     )
-    # the node agent pulls with it (localhost:5000 is its alias of the cluster's registry)
+    # the node pulls with it (containerd mirrors localhost:5000 to the cluster's registry)
     _pod(
         full.kube,
         "from-registry",
@@ -394,26 +394,34 @@ def test_tokens_and_secrets_are_readable_by_the_pod_only(full: Full) -> None:
     inside = _kubectl(
         full.assets,
         full.cluster.kubeconfig,
-        *("exec", "secretive", "--", "stat", "-L", "-c", "%a %u"),
-        *(token, "/tmp/creds/password", "/tmp/creds"),
+        "exec",
+        "secretive",
+        "--",
+        "cat",
+        "/tmp/creds/password",
     )
-    assert inside.stdout.split("\n")[:3] == ["600 0", "600 0", "700 0"], inside.stderr
-    (pod_dir,) = (full.state / "node" / "pods").glob("default_secretive_*")
-    assert stat.S_IMODE((pod_dir / ".serviceaccount" / "token").stat().st_mode) == 0o600
-    assert stat.S_IMODE((pod_dir / ".serviceaccount").stat().st_mode) == 0o700
-    assert stat.S_IMODE((pod_dir / ".volumes" / "creds" / "password").stat().st_mode) == 0o600
-    assert stat.S_IMODE((full.state / "node").stat().st_mode) == 0o700
+    assert inside.stdout == "hunter2", inside.stderr
+    mounted = _kubectl(full.assets, full.cluster.kubeconfig, "exec", "secretive", "--", "ls", token)
+    assert mounted.returncode == 0, mounted.stderr
+    # on the host: the kubelet keeps them on tmpfs (never on disk), below a folder only
+    # root may enter
+    uid = full.kube.get("/api/v1/namespaces/default/pods/secretive")["metadata"]["uid"]
+    mounts = [
+        line.split()
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if f"/pods/{uid}/volumes/kubernetes.io~secret/" in line
+    ]
+    assert {fields[4].rsplit("/", 1)[1] for fields in mounts} >= {"creds"}
+    assert all(fields[fields.index("-") + 1] == "tmpfs" for fields in mounts)
+    roots = Path(mounts[0][4]).parents[4]  # .../kubelet/<node>/pods/<uid>/volumes/...
+    assert stat.S_IMODE(roots.parent.stat().st_mode) == 0o700, roots.parent
 
 
 def test_up_restarts_only_what_died(full: Full) -> None:
     sleeper = {"name": "main", "image": "busybox:1.35", "command": ["sh", "-c", "sleep 3600"]}
     _pod(full.kube, "steady", {"containers": [sleeper]})
     wait_for(lambda: _phase(full.kube, "steady", "Running"), 60, "the pod runs")
-    (record,) = [
-        entry
-        for path in (full.state / "node" / "pids").glob("*.json")
-        if (entry := json.loads(path.read_text()))["pod"] == "default/steady"
-    ]
+    before = full.kube.get("/api/v1/namespaces/default/pods/steady")["status"]
     pids, ports = full.pids(), full.ports()
     killed = ("kube-apiserver", "kube-scheduler", "registry")
     for name in killed:
@@ -432,8 +440,9 @@ def test_up_restarts_only_what_died(full: Full) -> None:
     assert full.ports() == ports
     assert _kubectl(full.assets, again.kubeconfig, "get", "nodes").returncode == 0
     # the pod ran on, untouched; the restarted scheduler and registry work
-    assert local._start_time(record["pid"]) == record["start"]
-    assert _phase(full.kube, "steady", "Running")
+    steady = _phase(full.kube, "steady", "Running")
+    assert steady is not None
+    assert steady["status"]["containerStatuses"] == before["containerStatuses"]
     _pod(
         full.kube,
         "after-restart",
@@ -457,7 +466,8 @@ def test_up_restarts_only_what_died(full: Full) -> None:
 def test_down_stops_the_node_and_releases_its_network(full: Full) -> None:
     network = ClusterNetwork(full.cluster.network or 0)
     stopped = cluster_down("full", delete=True)
-    assert stopped[:2] == ["olm-engine", "node-agent"]
+    assert stopped[0] == "olm-engine"
+    assert stopped.index("kubelet") < stopped.index("containerd") < stopped.index("etcd")
     assert not full.state.exists()
     assert not Path(f"/sys/class/net/{network.bridge}").exists()
     assert not (default_claims_dir() / str(network.index)).exists()  # released

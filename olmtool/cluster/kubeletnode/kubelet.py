@@ -170,6 +170,9 @@ def write_files(
 ) -> None:
     for directory in (paths.directory, paths.root):
         directory.mkdir(parents=True, exist_ok=True)
+    # Pods' secrets are mounted below: only root may enter (the kubelet makes its own
+    # folders 0750, and hostPath users need not see other clusters' Pods)
+    KUBELET_ROOTS.chmod(0o700)
     write_kubeconfig(paths.kubeconfig, server=server, ca_file=ca_file, client=identity)
     pki.write_private(paths.config, yamlio.dump(config).encode())
     # Pods with dnsPolicy Default (and the kubelet's own upstream for ClusterFirst)
@@ -196,7 +199,7 @@ def kubelet_args(
 
 
 def unmount_under(root: Path) -> None:
-    """Every mount below ``root`` (Pods' secret and projected volumes), deepest first: the
+    """Every mount at or below ``root`` (Pods' secret and projected volumes), deepest first: the
     kubelet unmounts them only for Pods it removes, and ``down`` stops Pods without it."""
     prefix = f"{root}/"
     try:
@@ -204,7 +207,9 @@ def unmount_under(root: Path) -> None:
     except OSError:
         return
     points = [line.split()[4] for line in lines if len(line.split()) > 4]
-    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+    # the kubelet also bind-mounts its root onto itself (for mount propagation)
+    inside = [p for p in points if p.startswith(prefix) or p == str(root)]
+    for point in sorted(inside, key=len, reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True, check=False)
 
 
