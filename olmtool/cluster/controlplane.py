@@ -382,6 +382,9 @@ def _controller_manager_args(plane: ControlPlane) -> list[str]:
         f"--root-ca-file={plane.ca_file}",
         "--use-service-account-credentials=true",
         f"--controllers={controllers(plane)}",
+        # the node-lifecycle controller looks at the node every 5 s by default: the first
+        # Pods of a new cluster would wait that long for the not-ready taint to go
+        "--node-monitor-period=1s",
     ]
 
 

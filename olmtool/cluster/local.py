@@ -548,11 +548,14 @@ def _healthy(cluster: Cluster) -> bool:
 
 
 def node_ready(cluster: Cluster) -> bool:
+    """The node is Ready and schedulable: its not-ready taint is gone too."""
     if not cluster.node:
         return False
     node = _api_get(cluster, f"/api/v1/nodes/{cluster.node}") or {}
     conditions = (node.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    taints = (node.get("spec") or {}).get("taints") or []  # type: ignore[union-attr]
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return ready and not any(t.get("key") == "node.kubernetes.io/not-ready" for t in taints)
 
 
 def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
