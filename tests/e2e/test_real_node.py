@@ -266,8 +266,9 @@ def _host_traces(made: local.Cluster) -> list[str]:
     for table in ("nat", "filter"):
         rules = subprocess.run(["iptables-save", "-t", table], capture_output=True, text=True)
         traces += [line for line in rules.stdout.splitlines() if network.pod_cidr in line]
-    socket = ContainerdPaths.under(node.directory).socket
-    traces += [str(path) for path in (socket, dns_hosts_file(network)) if path.exists()]
+    sockets = ContainerdPaths.under(node.directory).sockets
+    traces += [str(path) for path in (*sockets, dns_hosts_file(network)) if path.exists()]
+    traces += [str(node.kubelet.root)] if node.kubelet.root.exists() else []
     cgroups = Path("/sys/fs/cgroup/memory", f"olmtool-{made.name}")
     traces += [str(cgroups)] if cgroups.exists() else []
     return traces

@@ -128,6 +128,8 @@ def release_host(node: RealNode, *, delete: bool = False, network: bool = True) 
     kubelet.unmount_under(node.kubelet.root)
     kubelet.unmount_under(node.directory.resolve())  # sandboxes' /dev/shm, snapshots
     dns_hosts_file(node.network).unlink(missing_ok=True)
+    for socket in node.containerd.sockets:
+        socket.unlink(missing_ok=True)
     if delete:
         kubelet.remove_root(node.kubelet.root)
     if network:

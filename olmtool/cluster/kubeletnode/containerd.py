@@ -74,6 +74,11 @@ class ContainerdPaths:
         return SOCKET_ROOT / f"{digest}.sock"
 
     @property
+    def sockets(self) -> tuple[Path, ...]:
+        """Every socket containerd makes (left behind when it is killed)."""
+        return (self.socket, self.socket.with_name(f"{self.socket.name}.ttrpc"))
+
+    @property
     def endpoint(self) -> str:
         return f"unix://{self.socket}"
 
@@ -118,7 +123,7 @@ def config(
         "oom_score": 0,
         "grpc": {"address": str(paths.socket)},
         "ttrpc": {"address": f"{paths.socket}.ttrpc"},
-        "debug": {"address": f"{paths.socket}.debug", "level": "info"},
+        "debug": {"address": "", "level": "info"},  # no debug socket
         "metrics": {"address": ""},
         "plugins": {
             "io.containerd.grpc.v1.cri": cri,
