@@ -64,6 +64,48 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+OPM_IMAGE = "quay.io/operator-framework/opm:v1.26.0"
+UTIL_IMAGE = "quay.io/operator-framework/olm:v0.18.3"
+
+
+def push_peer_images(registry: str) -> None:
+    """The images real OLM's unpack Jobs run, built from ``../shared/peers`` (opm, cpb),
+    into the cluster's registry at their upstream paths (the node mirrors quay.io)."""
+    from olmtool.cluster.standins import mirror_path
+    from olmtool.images import push
+    from tests.e2e import peerimages
+
+    for built in (peerimages.opm_image(), peerimages.util_image()):
+        push(built.image, f"{registry}/{mirror_path(built.reference)}")
+
+
+def push_bundle_images(registry: str) -> list[str]:
+    """Every released bundle as the image the repository's catalog names
+    (``localhost:5000/olmtool/etcd-operator-bundle:<version>``, in the cluster's registry)."""
+    from olmtool.actions import bundle_dir_image
+    from olmtool.images.save import ImageTarget
+
+    pushed = []
+    for bundle_dir in sorted((REPO / "bundle" / PACKAGE).iterdir()):
+        target = ImageTarget(f"{registry}/olmtool/{PACKAGE}-bundle:{{version}}", push=True)
+        pushed.append(bundle_dir_image(bundle_dir, target).image.reference)
+    return pushed
+
+
+def _image_catalog(target: Path) -> Path:
+    """The repository's catalog without the bundles' objects: OLM must unpack each bundle
+    from its image (an unpack Job), as for any catalog that carries only references."""
+    blobs = list(yamlio.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
+    for blob in blobs:
+        if blob.get("schema") == "olm.bundle":
+            blob["properties"] = [
+                p for p in blob.get("properties") or [] if p.get("type") != "olm.bundle.object"
+            ]
+    target.mkdir(parents=True)
+    (target / "catalog.json").write_text("".join(declcfg.to_json(b) + "\n" for b in blobs))
+    return target
+
+
 def _inline_catalog(target: Path) -> Path:
     """The repository's catalog with every bundle rendered inline from its directory."""
     published = list(yamlio.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
@@ -125,8 +167,10 @@ def run_real_olm(cluster: Cluster, logs: Path) -> Iterator[str]:
         str(PEERS / "catalog"),
         f"-kubeconfig={kubeconfig}",
         f"-namespace={namespace}",
-        "-configmapServerImage=quay.io/operator-framework/configmap-operator-registry:latest",
-        "-util-image=quay.io/operator-framework/olm:v0.18.3",
+        # the images of unpack Jobs: the peers' opm and cpb on olmtool's bases, pushed to
+        # the cluster's registry under these names (push_peer_images)
+        f"-configmapServerImage={OPM_IMAGE}",
+        f"-util-image={UTIL_IMAGE}",
         # resync every 10 s (default 15 min): a Subscription installed through startingCSV
         # is offered its upgrade at the next resync, not when its install completes
         "-interval=10s",

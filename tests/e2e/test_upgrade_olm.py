@@ -172,3 +172,31 @@ def test_test_upgrade_all_upgrades_every_release_and_writes_junit(
         assert properties["hop.1"] == f"{case.get('name')} -> {HEAD}"
         assert float(properties["hop.1.seconds"]) > 0
         assert case.find("failure") is None
+
+
+def test_test_upgrade_all_unpacks_bundle_images(
+    engine: olm_engines.Engine, ready: Cluster, tmp_path: Path
+) -> None:
+    """The repository's catalog without inline objects: every bundle comes from its image
+    in the cluster's registry, unpacked by OLM's own Job (real OLM: the peers' cpb and opm
+    images) or by olmtool's engine, and every release still upgrades to the head."""
+    assert ready.registry is not None
+    if engine.name == "real":
+        real.push_peer_images(ready.registry)
+    pushed = real.push_bundle_images(ready.registry)
+    assert len(pushed) == 4
+    catalog = real._image_catalog(tmp_path / "catalog" / "etcd-operator")
+    args = ["test", "upgrade", "--catalog", str(catalog.parent), "--package", "etcd-operator"]
+    args += ["--all", "--kubeconfig", str(ready.kubeconfig), "--reset-crds"]
+    args += ["--timeout", "300", "-o", "json"]
+    result = CliRunner().invoke(app, args)
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0, [(r["start"], r.get("failure")) for r in report["runs"]]
+    assert [r["reached"] for r in report["runs"]] == [HEAD] * 3
+    if engine.name == "real":
+        jobs = ready.kube.get(f"/apis/batch/v1/namespaces/{engine.namespace}/jobs")["items"]
+        done = [j for j in jobs if (j.get("status") or {}).get("succeeded")]
+        # one unpack Job per bundle OLM installed (the starts and the head)
+        assert len(done) >= 4, [j["metadata"]["name"] for j in jobs]
+        images = {c["image"] for j in done for c in j["spec"]["template"]["spec"]["initContainers"]}
+        assert real.UTIL_IMAGE in images and any("etcd-operator-bundle" in i for i in images)
