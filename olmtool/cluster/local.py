@@ -29,10 +29,12 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -247,19 +249,22 @@ def up(
         say("starting kube-controller-manager and kube-scheduler")
         launch_controllers(plane, assets, timeout=timeout, progress=note)
         _record(cluster, plane)
+        pushing = None
         if registry_port is not None:
             say("starting the image registry")
             _start_registry(cluster, state_dir, registry_port)
             if runtime == "containerd" and cluster.registry:
+                # while the node starts: no Pod runs before `up` returns
                 say("pushing the stand-ins of upstream images (built once from Debian packages)")
-                login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
-                push_standins(cluster.registry, login)
+                pushing = _in_background(_push_standins, cluster)
         _save(cluster)
         if node:
             _start_real_node(cluster, state_dir, plane, assets, network, timeout, say)
             _save(cluster)
             say("waiting for the node to be Ready")
             _wait_node_ready(cluster, timeout)
+        if pushing is not None:
+            pushing.result()
         if olm_names:
             say("waiting for OLM's CRDs to be Established")
             wait_established(_api(cluster), olm_names, timeout)
@@ -274,6 +279,29 @@ def up(
     _save(cluster)
     cluster.notes = notes
     return cluster
+
+
+def _push_standins(cluster: Cluster) -> None:
+    assert cluster.registry
+    login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
+    push_standins(cluster.registry, login)
+
+
+def _in_background(work: Callable[[Cluster], None], cluster: Cluster) -> Future[None]:
+    """``work(cluster)`` on a thread of its own; its result (or exception) waits in the
+    future."""
+    future: Future[None] = Future()
+
+    def run() -> None:
+        try:
+            work(cluster)
+        except BaseException as exc:  # handed to whoever waits for the result
+            future.set_exception(exc)
+        else:
+            future.set_result(None)
+
+    threading.Thread(target=run, name=work.__name__, daemon=True).start()
+    return future
 
 
 def _seed_ports(state_dir: Path, cluster: Cluster | None) -> None:
