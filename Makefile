@@ -128,8 +128,12 @@ format: install
 test-unit: install
 	$(BIN)/pytest -m "not e2e" -n $(PYTEST_WORKERS) -q
 
+# Two workers, a test file each at a time (--dist loadfile: a module's fixtures stay in
+# one process): each worker has its own session cluster, and much of a test is waiting
+# on controllers, so two share the 2 cores well.
+E2E_WORKERS ?= 2
 test-e2e: e2e-assets
-	$(BIN)/pytest -m e2e -q
+	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadfile
 
 test: lint e2e-assets
 	$(BIN)/olmtool crd generate --check

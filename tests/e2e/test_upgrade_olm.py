@@ -1,7 +1,8 @@
 """The dynamic upgrade test on both engines, olmtool's OLM engine and real OLM v0.18.3
 (``../shared/peers``; skipped, with the reason, where the peers are absent): every
 released etcd-operator version upgrades to the head through OLM, with an etcd cluster's
-data intact across every hop, by the library call and by ``olmtool test upgrade --all``.
+data intact across every hop, by ``olmtool test upgrade --all``, with the bundles inline and
+unpacked from their images.
 
 The upgrade is offered only because the Subscription names its channel: OLM v0.18.3
 checks an installed CSV for a replacement in ``sub.Spec.Channel`` literally, and with
@@ -20,10 +21,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from olmtool.actions.upgrade_test import delete_crds
 from olmtool.cli import app
 from olmtool.olm import InstallMode, SubscriptionSpec, follow, subscribe
-from olmtool.olm.upgrade_run import OPERATORS, clean_up, run_upgrade
+from olmtool.olm.upgrade_run import OPERATORS
 from tests.e2e import etcd_env, olm_engines
 from tests.e2e import test_real_olm as real
 from tests.e2e.helpers import Cluster, wait_for
@@ -49,51 +49,6 @@ def ready(engine: olm_engines.Engine) -> Cluster:
     if operator_dir not in sys.path:
         sys.path.insert(0, operator_dir)
     return cluster
-
-
-@pytest.fixture
-def fresh_crds(ready: Cluster) -> None:
-    """The etcd operator's CRDs deleted first: earlier tests on the session cluster leave
-    the head's CRD, whose stored version v1beta1 the 0.1.0 release cannot keep (OLM fails
-    its InstallPlan: "risk of data loss ... stored version")."""
-    crds = ready.kube.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
-    apis = {
-        (c["spec"]["group"], c["spec"]["names"]["kind"])
-        for c in crds
-        if c["spec"]["group"] == ETCD_GROUP
-    }
-    delete_crds(ready.kube, apis, timeout=120)
-
-
-@pytest.mark.parametrize(
-    "start", ["etcd-operator.v0.1.0", "etcd-operator.v0.2.0", "etcd-operator.v0.3.0"]
-)
-@pytest.mark.usefixtures("fresh_crds")
-def test_every_release_upgrades_to_the_head_with_data_intact(
-    ready: Cluster, catalog_address: str, start: str
-) -> None:
-    from etcd_operator.probe import EtcdProbe
-
-    run = run_upgrade(
-        ready.kube,
-        catalog_address=catalog_address,
-        package="etcd-operator",
-        start_csv=start,
-        head_csv=HEAD,
-        namespace=f"up-{uuid.uuid4().hex[:6]}",
-        probe=EtcdProbe(),
-        timeout=240,
-    )
-    # as `olmtool test upgrade` does: no operator of this run outlives it on the cluster
-    clean_up(ready.kube, run, 240)
-    print(
-        f"\n{start}: installed in {run.install_seconds:.1f}s, hops "
-        + ", ".join(f"{h.from_csv}->{h.to_csv} {h.seconds:.1f}s" for h in run.hops)
-    )
-    assert run.passed, run.failure
-    assert run.reached == HEAD
-    assert [h.to_csv for h in run.hops] == [HEAD]  # one hop: skipRange >=0.1.0 <0.4.0
-    assert run.channel == "stable"  # the default channel, named in the Subscription
 
 
 def test_without_a_channel_no_upgrade_is_offered(
