@@ -253,7 +253,8 @@ def _host_traces(made: local.Cluster) -> list[str]:
     node = RealNode("olmtool-node", made.name, Path(made.state_dir) / "node", network)
     traces = []
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    traces += [line for line in ps.splitlines() if made.state_dir in line]
+    hosts = str(dns_hosts_file(network))
+    traces += [line for line in ps.splitlines() if made.state_dir in line or hosts in line]
     mounts = Path("/proc/self/mountinfo").read_text()
     traces += [line for line in mounts.splitlines() if made.state_dir in line]
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout

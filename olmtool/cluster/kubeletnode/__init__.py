@@ -127,6 +127,9 @@ def release_host(node: RealNode, *, delete: bool = False, network: bool = True) 
     the kubelet's iptables chains."""
     kubelet.unmount_under(node.kubelet.root)
     kubelet.unmount_under(node.directory.resolve())  # sandboxes' /dev/shm, snapshots
+    from olmtool.cluster.kubeletnode.dns import stop_strays
+
+    stop_strays(dns_hosts_file(node.network))
     dns_hosts_file(node.network).unlink(missing_ok=True)
     for socket in node.containerd.sockets:
         socket.unlink(missing_ok=True)

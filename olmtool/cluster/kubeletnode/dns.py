@@ -32,6 +32,7 @@ SIGTERM or SIGINT stop the watches and dnsmasq; it then exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import ctypes
 import ipaddress
@@ -305,6 +306,26 @@ def reachable_by_others(path: Path) -> bool:
     return True
 
 
+def stop_strays(hosts_file: Path) -> list[int]:
+    """SIGKILL every dnsmasq serving ``hosts_file``: one whose parent was killed outlives
+    it (dnsmasq drops privileges, which clears the parent-death signal), and would keep
+    the address; returns their pids."""
+    stopped = []
+    marker = f"--addn-hosts={hosts_file}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"dnsmasq") and marker in argv:
+            with contextlib.suppress(OSError):
+                os.kill(int(proc.name), signal.SIGKILL)
+                stopped.append(int(proc.name))
+    return stopped
+
+
 def die_with_parent() -> Callable[[], None]:
     """A ``preexec_fn``: the child gets SIGKILL when the thread that started it ends
     (our process killed with SIGKILL included), so no dnsmasq outlives us holding the
@@ -376,6 +397,8 @@ class DnsServer:
             write_hosts(self.hosts_file, hosts_text([], [], self.domain))
         if not reachable_by_others(self.hosts_file):
             log.warning("%s is not readable by nobody, dnsmasq's user", self.hosts_file)
+        if stopped := stop_strays(self.hosts_file):
+            log.info("stopped dnsmasq left by an earlier run: pid %s", ", ".join(map(str, stopped)))
         self._spawn()
 
     def _spawn(self) -> None:
