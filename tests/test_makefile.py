@@ -32,7 +32,7 @@ def test_make_test_finds_or_builds_the_control_plane_before_any_pytest(tmp_path:
     assets = [i for i, line in enumerate(lines) if "olmtool cluster assets --optional" in line]
     pytests = [i for i, line in enumerate(lines) if "/pytest " in line]
     assert assets and pytests and assets[0] < pytests[0]
-    e2e = next(i for i, line in enumerate(lines) if line.endswith("pytest -m e2e -q"))
+    e2e = next(i for i, line in enumerate(lines) if "pytest -m e2e -q" in line)
     assert "olmtool cluster assets --optional" in lines[e2e - 1]  # make test-e2e alone too
 
 
@@ -52,5 +52,5 @@ def test_the_editable_install_is_a_plain_path_entry() -> None:
 def test_make_help_says_what_demo_does() -> None:
     text = (REPO / "Makefile").read_text()
     help_text = text[text.index("help:") : text.index("$(STAMP):")]
-    for promise in ("bundle built and validated", "catalog published", "about 13 min"):
+    for promise in ("bundle built and validated", "catalog published", "about 20 min"):
         assert promise in help_text

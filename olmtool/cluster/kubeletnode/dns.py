@@ -334,6 +334,8 @@ def die_with_parent() -> Callable[[], None]:
     parent = os.getpid()
 
     def preexec() -> None:
+        # SIGHUP means "reload" to dnsmasq: never inherit it ignored (from nohup)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
