@@ -128,12 +128,12 @@ format: install
 test-unit: install
 	$(BIN)/pytest -m "not e2e" -n $(PYTEST_WORKERS) -q
 
-# Two workers, a test file each at a time (--dist loadfile: a module's fixtures stay in
-# one process): each worker has its own session cluster, and much of a test is waiting
-# on controllers, so two share the 2 cores well.
+# Two workers (each with its own session cluster; much of a test is waiting on
+# controllers): a module's tests stay in one worker, and the modules running an OLM
+# engine take turns on one (tests/e2e/conftest.py: xdist groups).
 E2E_WORKERS ?= 2
 test-e2e: e2e-assets
-	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadfile
+	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadgroup
 
 test: lint e2e-assets
 	$(BIN)/olmtool crd generate --check
