@@ -128,10 +128,10 @@ format: install
 test-unit: install
 	$(BIN)/pytest -m "not e2e" -n $(PYTEST_WORKERS) -q
 
-# Two workers (each with its own session cluster; much of a test is waiting on
-# controllers): a module's tests stay in one worker, and the modules running an OLM
-# engine take turns on one (tests/e2e/conftest.py: xdist groups).
-E2E_WORKERS ?= 2
+# Serial by default. E2E_WORKERS=2 runs two workers, each with its own session cluster
+# (a module stays in one worker, the modules running an OLM engine take turns on one:
+# tests/e2e/conftest.py), but on 2 cores some OLM tests still time out: not yet for CI.
+E2E_WORKERS ?= 0
 test-e2e: e2e-assets
 	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadgroup
 
