@@ -82,7 +82,8 @@ def _olmtool_engine(cluster: Cluster, logs: Path) -> Iterator[str]:
     argv += ["--namespace", namespace]
     if cluster.registry:
         argv += ["--registry", cluster.registry]
-    with real._process(argv, logs / "engine.log"):
+    # as `cluster up` starts it: it finds the registry's login under the cluster's root
+    with real._process(argv, logs / "engine.log", {"OLMTOOL_CLUSTERS_DIR": str(cluster.root)}):
         yield namespace
     print(f"\nolmtool engine log: {logs / 'engine.log'}")
 
