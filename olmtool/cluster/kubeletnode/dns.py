@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import ctypes
 import ipaddress
 import logging
@@ -49,8 +48,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from olmtool.cluster.kube import Kube, Streams, status_of, watch_forever
+from olmtool.cluster.kube import Kube, Streams, watch_forever
 from olmtool.cluster.kubeletnode import hostnet
+from olmtool.cluster.kubeletnode.dnsrecords import HEADER, Objects, hosts_text, valid_ip
+from olmtool.cluster.kubeletnode.dnsservice import (
+    _short,
+    ensure_dns_service,
+)
 from olmtool.cluster.kubeletnode.kubelet import CLUSTER_DOMAIN
 from olmtool.cluster.network import ClusterNetwork
 
@@ -60,14 +64,6 @@ log = logging.getLogger("olmtool.cluster.kubeletnode.dns")
 JSON = dict[str, Any]
 DNSMASQ = "/usr/sbin/dnsmasq"
 UPSTREAM_RESOLV = Path("/etc/resolv.conf")
-HEADER = (
-    "# the cluster's Services and endpoint hostnames, for dnsmasq (addn-hosts);\n"
-    "# written by olmtool.cluster.kubeletnode.dns on every change\n"
-)
-DNS_NAMESPACE = "kube-system"
-DNS_NAME = "kube-dns"
-DNS_LABELS = {"k8s-app": "kube-dns", "kubernetes.io/name": "KubeDNS"}
-DNS_PORTS = (("dns", "UDP"), ("dns-tcp", "TCP"))
 INTERVAL = 5.0  # seconds between repairs (link, routes, kube-dns) and resolv.conf reads
 DEBOUNCE = 0.1  # a burst of watch events (a Deployment scaling) gives one rewrite
 POLL = 0.5  # the longest a stop request or dnsmasq's exit goes unnoticed
@@ -75,130 +71,6 @@ POLL = 0.5  # the longest a stop request or dnsmasq's exit goes unnoticed
 # anything else would make a broken or misleading hosts line
 LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-# --- the records --------------------------------------------------------------------
-
-
-def hosts_text(
-    services: Iterable[JSON], endpoints: Iterable[JSON], domain: str = CLUSTER_DOMAIN
-) -> str:
-    """The dnsmasq ``addn-hosts`` file for these Services and Endpoints: one
-    ``<ip> <name>`` line per record, sorted by name then address, duplicates removed.
-    Objects missing fields (or with odd ones) give fewer lines, never an error."""
-    by_key = {key: ep for ep in endpoints if (key := _key(ep)) is not None}
-    records: set[tuple[str, str]] = set()
-    for service in services:
-        key = _key(service)
-        spec = _dict(service.get("spec")) if key is not None else {}
-        if key is None or spec.get("type") == "ExternalName":
-            continue  # ExternalName is a CNAME, which a hosts file cannot say
-        namespace, name = key
-        fqdn = f"{name}.{namespace}.svc.{domain}"
-        published = spec.get("publishNotReadyAddresses") is True
-        addresses = _endpoint_addresses(by_key.get(key), not_ready=published)
-        if _headless(spec):
-            records.update((ip, fqdn) for ip, _hostname in addresses)
-        else:
-            records.update((ip, fqdn) for ip in _cluster_ips(spec))
-        records.update((ip, f"{hostname}.{fqdn}") for ip, hostname in addresses if hostname)
-    lines = [f"{ip} {name}" for ip, name in sorted(records, key=_record_order)]
-    return HEADER + "".join(f"{line}\n" for line in lines)
-
-
-def _dict(value: object) -> JSON:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _label(value: object) -> str | None:
-    return value if isinstance(value, str) and LABEL.fullmatch(value) else None
-
-
-def _key(obj: object) -> tuple[str, str] | None:
-    """(namespace, name) of an API object, when both are valid DNS labels."""
-    meta = _dict(_dict(obj).get("metadata"))
-    namespace, name = _label(meta.get("namespace")), _label(meta.get("name"))
-    return (namespace, name) if namespace and name else None
-
-
-def _ip(value: object) -> str | None:
-    """``value`` as a normalised IP address, or None."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return str(ipaddress.ip_address(value))
-    except ValueError:
-        return None
-
-
-def _headless(spec: JSON) -> bool:
-    return spec.get("clusterIP") == "None" or _list(spec.get("clusterIPs"))[:1] == ["None"]
-
-
-def _cluster_ips(spec: JSON) -> list[str]:
-    """Every family's ClusterIP (``clusterIPs``, since 1.20), else ``clusterIP``."""
-    candidates = _list(spec.get("clusterIPs")) or [spec.get("clusterIP")]
-    return [ip for value in candidates if (ip := _ip(value)) is not None]
-
-
-def _endpoint_addresses(endpoints: JSON | None, *, not_ready: bool) -> list[tuple[str, str]]:
-    """(ip, hostname or "") of the ready addresses, and of the not-ready ones too when
-    ``not_ready`` (a Service with ``publishNotReadyAddresses``)."""
-    fields = ("addresses", "notReadyAddresses") if not_ready else ("addresses",)
-    found = []
-    for subset in _list(_dict(endpoints).get("subsets")):
-        for field in fields:
-            for address in _list(_dict(subset).get(field)):
-                address = _dict(address)
-                ip = _ip(address.get("ip"))
-                if ip is not None:
-                    found.append((ip, _label(address.get("hostname")) or ""))
-    return found
-
-
-def _record_order(record: tuple[str, str]) -> tuple[str, int, bytes]:
-    ip = ipaddress.ip_address(record[0])
-    return record[1], ip.version, ip.packed
-
-
-class Objects:
-    """The current objects of one kind by (namespace, name), as a watch reports them
-    (its threads write, the main loop reads)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: dict[tuple[str, str], JSON] = {}
-
-    def sync(self, items: list[JSON]) -> None:
-        """A (re)list: exactly these objects."""
-        fresh = {key: obj for obj in items if (key := _meta_key(obj)) is not None}
-        with self._lock:
-            self._items = fresh
-
-    def event(self, kind: str, obj: JSON) -> None:
-        key = _meta_key(obj)
-        if key is None:
-            return
-        with self._lock:
-            if kind == "DELETED":
-                self._items.pop(key, None)
-            else:
-                self._items[key] = obj
-
-    def values(self) -> list[JSON]:
-        with self._lock:
-            return list(self._items.values())
-
-
-def _meta_key(obj: object) -> tuple[str, str] | None:
-    """(namespace, name) as given, for bookkeeping (:func:`hosts_text` validates)."""
-    meta = _dict(_dict(obj).get("metadata"))
-    namespace, name = meta.get("namespace"), meta.get("name")
-    return (namespace, name) if isinstance(namespace, str) and isinstance(name, str) else None
 
 
 # --- dnsmasq ------------------------------------------------------------------------
@@ -210,14 +82,14 @@ def upstream_servers(resolv_conf: str, *, exclude: Iterable[str] = ()) -> list[s
     ``0.0.0.0``/``::`` are left out. Loopback resolvers stay: dnsmasq runs in the
     host's network namespace, where ``127.0.0.53`` (systemd-resolved) or a local
     dnsmasq answer (only the Pods could not reach them, and they ask us)."""
-    excluded = {ip for value in exclude if (ip := _ip(value)) is not None}
+    excluded = {ip for value in exclude if (ip := valid_ip(value)) is not None}
     servers: list[str] = []
     for line in resolv_conf.splitlines():
         fields = re.split(r"[#;]", line, maxsplit=1)[0].split()
         if len(fields) < 2 or fields[0] != "nameserver":
             continue
         address, _, scope = fields[1].partition("%")  # fe80::1%eth0: link-local
-        ip = _ip(address)
+        ip = valid_ip(address)
         if ip is None or ipaddress.ip_address(ip).is_unspecified or ip in excluded:
             continue
         server = f"{ip}@{scope}" if scope else ip  # dnsmasq: send through that interface
@@ -502,196 +374,6 @@ def _exit_text(code: int) -> str:
         with_name = signal.Signals(-code).name if -code in signal.valid_signals() else -code
         return f"signal {with_name}"
     return f"status {code}"
-
-
-# --- the kube-dns Service -----------------------------------------------------------
-
-SERVICES = f"/api/v1/namespaces/{DNS_NAMESPACE}/services"
-ENDPOINTS = f"/api/v1/namespaces/{DNS_NAMESPACE}/endpoints"
-
-
-def dns_service(network: ClusterNetwork) -> JSON:
-    """``kube-system/kube-dns`` at the kubelet's ``clusterDNS``; no selector: its
-    Endpoints are ours (:func:`dns_endpoints`), not the endpoints controller's."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": DNS_NAME, "namespace": DNS_NAMESPACE, "labels": dict(DNS_LABELS)},
-        "spec": {
-            "type": "ClusterIP",
-            "clusterIP": network.dns_ip,
-            "ports": [
-                {"name": name, "port": 53, "protocol": protocol, "targetPort": 53}
-                for name, protocol in DNS_PORTS
-            ],
-        },
-    }
-
-
-def dns_endpoints(network: ClusterNetwork) -> JSON:
-    """The address dnsmasq listens on: the host's end of the node's link."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Endpoints",
-        "metadata": {"name": DNS_NAME, "namespace": DNS_NAMESPACE, "labels": dict(DNS_LABELS)},
-        "subsets": [
-            {
-                "addresses": [{"ip": network.host_address}],
-                "ports": [
-                    {"name": name, "port": 53, "protocol": protocol} for name, protocol in DNS_PORTS
-                ],
-            }
-        ],
-    }
-
-
-def _labelled(obj: JSON) -> bool:
-    labels = _dict(_dict(obj.get("metadata")).get("labels"))
-    return all(labels.get(key) == value for key, value in DNS_LABELS.items())
-
-
-def _service_ports(spec: JSON) -> list[tuple[str, str, str, str]]:
-    """Ports as compared (text: odd values must not break sorting); the server fills
-    in defaults (protocol, targetPort)."""
-    ports = []
-    for port in _list(spec.get("ports")):
-        port = _dict(port)
-        number = port.get("port")
-        target = port.get("targetPort", number)
-        ports.append(
-            (str(port.get("name")), str(port.get("protocol") or "TCP"), str(number), str(target))
-        )
-    return sorted(ports)
-
-
-def _service_fixable(existing: JSON, desired: JSON) -> bool:
-    """Whether a PUT can make ``existing`` the Service we want: ClusterIPs and a change
-    of type need a new object."""
-    spec, want = _dict(existing.get("spec")), desired["spec"]
-    return spec.get("clusterIP") == want["clusterIP"] and spec.get("type") == want["type"]
-
-
-def _service_matches(existing: JSON, desired: JSON) -> bool:
-    spec, want = _dict(existing.get("spec")), desired["spec"]
-    return (
-        _labelled(existing)
-        and _service_fixable(existing, desired)
-        and not spec.get("selector")
-        and _service_ports(spec) == _service_ports(want)
-    )
-
-
-def _service_update(existing: JSON, desired: JSON) -> JSON:
-    updated = copy.deepcopy(existing)
-    meta = updated.setdefault("metadata", {})
-    meta["labels"] = {**_dict(meta.get("labels")), **DNS_LABELS}
-    spec = updated.setdefault("spec", {})
-    spec.pop("selector", None)
-    spec["ports"] = desired["spec"]["ports"]
-    return updated
-
-
-def _subsets(obj: JSON) -> list[tuple[list[str], list[str], list[tuple[str, str, str]]]]:
-    """Endpoints subsets as compared: addresses and ports as sorted text."""
-    found = []
-    for subset in _list(obj.get("subsets")):
-        subset = _dict(subset)
-        ready = sorted(str(_dict(a).get("ip")) for a in _list(subset.get("addresses")))
-        waiting = sorted(str(_dict(a).get("ip")) for a in _list(subset.get("notReadyAddresses")))
-        ports = sorted(
-            (str(p.get("name")), str(p.get("protocol") or "TCP"), str(p.get("port")))
-            for p in map(_dict, _list(subset.get("ports")))
-        )
-        found.append((ready, waiting, ports))
-    return found
-
-
-def _endpoints_matches(existing: JSON, desired: JSON) -> bool:
-    return _labelled(existing) and _subsets(existing) == _subsets(desired)
-
-
-def _endpoints_update(existing: JSON, desired: JSON) -> JSON:
-    updated = copy.deepcopy(existing)
-    meta = updated.setdefault("metadata", {})
-    meta["labels"] = {**_dict(meta.get("labels")), **DNS_LABELS}
-    updated["subsets"] = desired["subsets"]
-    return updated
-
-
-def _ensure(
-    kube: Kube,
-    collection: str,
-    desired: JSON,
-    matches: Callable[[JSON, JSON], bool],
-    update: Callable[[JSON, JSON], JSON],
-    fixable: Callable[[JSON, JSON], bool] = lambda existing, desired: True,
-) -> str | None:
-    """``desired`` in ``collection``: created, replaced (PUT, with the resourceVersion
-    read: a concurrent change fails it) or made anew when a PUT cannot fix it. What was
-    done, or None when it already matched."""
-    path = f"{collection}/{desired['metadata']['name']}"
-    existing = kube.get_or_none(path)
-    if existing is None:
-        try:
-            kube.create(collection, desired)
-            return "created"
-        except Exception as exc:
-            if status_of(exc) != 409:
-                raise
-            existing = kube.get(path)  # created meanwhile (an earlier run of ours)
-    if matches(existing, desired):
-        return None
-    if not fixable(existing, desired):
-        kube.delete(path)
-        kube.create(collection, desired)
-        return "re-created"
-    kube.put(path, update(existing, desired))
-    return "replaced"
-
-
-def ensure_dns_service(
-    kube: Kube,
-    network: ClusterNetwork,
-    *,
-    attempts: int = 5,
-    delay: float = 0.5,
-    wait: Callable[[float], object] = time.sleep,
-) -> list[str]:
-    """The ``kube-dns`` Service and Endpoints as :func:`dns_service` and
-    :func:`dns_endpoints` say, trying ``attempts`` times (the apiserver may be starting,
-    or kube-system not there yet); what was done, e.g. ``["created Service"]``."""
-    for attempt in range(1, attempts + 1):
-        try:
-            done = []
-            service = _ensure(
-                kube, SERVICES, dns_service(network), _service_matches, _service_update,
-                _service_fixable,
-            )  # fmt: skip
-            if service:
-                done.append(f"{service} Service")
-            endpoints = _ensure(
-                kube, ENDPOINTS, dns_endpoints(network), _endpoints_matches, _endpoints_update
-            )
-            if endpoints:
-                done.append(f"{endpoints} Endpoints")
-            for what in done:
-                log.info("%s %s/%s", what, DNS_NAMESPACE, DNS_NAME)
-            return done
-        except Exception as exc:
-            if attempt >= attempts:
-                raise
-            log.info("kube-dns not ensured yet (%s); trying again", _short(exc))
-            wait(delay)
-            delay = min(delay * 2, 5.0)
-    return []
-
-
-def _short(exc: BaseException) -> str:
-    status = status_of(exc)
-    return f"{status} {getattr(exc, 'reason', '')}".strip() if status else f"{exc}"
-
-
-# --- the loop -----------------------------------------------------------------------
 
 
 class ClusterDns:
