@@ -76,7 +76,8 @@ def finished(process: subprocess.Popen[str], timeout: float) -> tuple[int, str]:
 def test_test_upgrade_rides_out_an_apiserver_kill_during_a_hop(
     clusters: Path, tmp_path: Path
 ) -> None:
-    cluster = cluster_up("resilient", registry_port=None)
+    # a registry: the bundles' Deployments run busybox, pulled from it by the real node
+    cluster = cluster_up("resilient", registry_port=0)
     kube = Kube(Path(cluster.kubeconfig))
     group = "things.resilient.olmtool.test"
     things = crd(group, "Thing", ["v1"])
@@ -117,7 +118,7 @@ def test_test_upgrade_rides_out_an_apiserver_kill_during_a_hop(
         apiserver = local.read_cluster("resilient").components["kube-apiserver"]
         os.kill(apiserver.pid, signal.SIGKILL)
         time.sleep(3)  # an outage of some seconds, as a crash and a restart take
-        cluster_up("resilient", registry_port=None)
+        cluster_up("resilient", registry_port=0)  # (the recorded port is kept)
         code, output = finished(run, 600)
     finally:
         server.stop(grace=0)
