@@ -29,11 +29,9 @@ RESOLUTION_GRACE = 15.0
 CATALOG_GRACE = RESOLUTION_GRACE
 # an operator Pod whose image the registry does not have, this long, will not start
 PULL_GRACE = 10.0
-# pull errors that do not clear by themselves (the registry's 404, olmtool's node agent's
-# "not available")
-PERMANENT_PULL = re.compile(
-    r"\b404\b|not found|manifest unknown|name unknown|is not available", re.IGNORECASE
-)
+# pull errors that do not clear by themselves (the registry's 404, in containerd's words
+# "...: not found", or the registry's own codes)
+PERMANENT_PULL = re.compile(r"\b404\b|not found|manifest unknown|name unknown", re.IGNORECASE)
 PULL_WAITING = ("ErrImagePull", "ImagePullBackOff")
 # CSV phases in which its Deployments (and their Pods) exist and are not yet all ready
 DEPLOYING = ("InstallReady", "Installing", "Failed")

@@ -48,12 +48,13 @@ def test_containerd_keeps_everything_under_the_node_and_pulls_through_mirrors(
     assert auth == {"username": "olmtool", "password": "secret"}
     assert oct(paths.config.stat().st_mode & 0o777) == "0o600"  # it holds the login
     quay = tomllib.loads((paths.hosts_dir / "quay.io" / "hosts.toml").read_text())
+    # the registry is the only endpoint: no fallback to an upstream the node cannot reach
     assert quay == {
-        "server": "https://quay.io",
+        "server": "http://127.0.0.1:5001",
         "host": {"http://127.0.0.1:5001": {"capabilities": ["pull", "resolve"]}},
     }
     local = tomllib.loads((paths.hosts_dir / "localhost:5000" / "hosts.toml").read_text())
-    assert local["server"] == "http://localhost:5000"
+    assert local == quay
 
 
 def test_two_nodes_never_share_a_socket(tmp_path: Path) -> None:

@@ -133,13 +133,14 @@ def config(
 
 
 def hosts_toml(upstream: str, registry: str) -> str:
-    """``certs.d/<upstream>/hosts.toml``: pull ``upstream``'s images from ``registry``."""
-    server = "http://localhost:5000" if upstream == "localhost:5000" else f"https://{upstream}"
+    """``certs.d/<upstream>/hosts.toml``: pull ``upstream``'s images from ``registry``,
+    its only endpoint: the registry is both the mirror and the server. (With the upstream
+    as the server, containerd falls back to it after the registry's 404, and a missing
+    image fails with the upstream's "connection refused" instead of "not found"; with a
+    server alone and no host, containerd 1.6 dials the upstream.)"""
+    endpoint = f"http://{registry}"
     return tomli_w.dumps(
-        {
-            "server": server,
-            "host": {f"http://{registry}": {"capabilities": ["pull", "resolve"]}},
-        }
+        {"server": endpoint, "host": {endpoint: {"capabilities": ["pull", "resolve"]}}}
     )
 
 
