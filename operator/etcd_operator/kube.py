@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import tempfile
 from typing import Any
 
 from kubernetes_asyncio import client, config
@@ -52,6 +53,19 @@ def _checked(found: Any) -> JSON:
     return data
 
 
+def discovery_cache() -> str:
+    """The dynamic client's discovery cache file: in the temporary directory when one is
+    writable, else under a directory that does not exist (it then discovers at every
+    start and its failed write is ignored). Without it the client asks for a temporary
+    directory and fails on a read-only root with no /tmp volume, as the 0.1.0 to 0.3.0
+    CSVs run it."""
+    try:
+        directory = tempfile.gettempdir()
+    except FileNotFoundError:  # no writable temporary directory
+        directory = "/nonexistent"
+    return os.path.join(directory, "etcd-operator-discovery.json")
+
+
 class Kube:
     def __init__(self, api: client.ApiClient, dynamic: DynamicClient) -> None:
         self.api = api
@@ -68,7 +82,7 @@ class Kube:
         else:
             await config.load_kube_config()
         api = client.ApiClient()
-        return cls(api, await DynamicClient(api))
+        return cls(api, await DynamicClient(api, cache_file=discovery_cache()))
 
     async def close(self) -> None:
         await self.api.close()
