@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
-import signal
 import ssl
-import subprocess
 import sys
 import threading
 import time
@@ -49,30 +46,23 @@ from olmtool.cluster.controlplane import (
     start_component,
 )
 from olmtool.cluster.defaults import DEFAULT_NAME, DEFAULT_REGISTRY_PORT, STATE_FILE, clusters_root
-from olmtool.cluster.kubeletnode import (
-    NODE_BINARIES,
-    RealNode,
-    containerd_command,
-    dns_hosts_file,
-    kubelet_command,
-    load_pause,
-    prepare_host,
-    release_host,
-    stop_pods,
-    wait_containerd,
+from olmtool.cluster.kubeletnode import stop_pods
+from olmtool.cluster.localnode import (
+    REAL_NODE,
+    load_into_node,
+    real_node,
+    release_node,
+    start_node,
 )
-from olmtool.cluster.kubeletnode.containerd import import_layout
-from olmtool.cluster.kubeletnode.kubeproxy import kube_proxy_command
-from olmtool.cluster.network import ClusterNetwork, claim_network, holds, release_network
+from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
-from olmtool.cluster.planecerts import pki_dir
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
+from olmtool.cluster.processes import ClusterError, Component, detach, start_time, terminate
 from olmtool.cluster.registryauth import ensure_registry_auth, read_login, remember_root
-from olmtool.cluster.standins import load, push_standins
+from olmtool.cluster.standins import push_standins
 from olmtool.errors import ArgumentError, OlmtoolError
 from olmtool.ports import LOOPBACK
 
-NODE_NAME = "olmtool-node"
 # Stopped in this order: the OLM engine, the node (its Pods are stopped between the kubelet
 # and containerd), the store last.
 STOP_ORDER = (
@@ -89,23 +79,9 @@ STOP_ORDER = (
     "registry",
 )
 # the node's processes, and the cluster services that run beside it
-REAL_NODE = ("containerd", "kubelet", "kube-proxy", "cluster-dns", "provisioner")
 START_ORDER = (*COMPONENTS, "registry", *REAL_NODE, "olm-engine")
 
 Progress = Callable[[str], None]
-
-
-class ClusterError(OlmtoolError):
-    """A local cluster could not be started, found or stopped."""
-
-
-@dataclass
-class Component:
-    pid: int
-    started: int  # /proc/<pid>/stat start time: tells a recycled pid apart
-
-    def alive(self) -> bool:
-        return _start_time(self.pid) == self.started
 
 
 @dataclass
@@ -259,7 +235,7 @@ def up(
                 pushing = _in_background(_push_standins, cluster)
         _save(cluster)
         if node:
-            _start_real_node(cluster, state_dir, plane, assets, network, timeout, say)
+            start_node(cluster, plane, assets, network, timeout, say)
             _save(cluster)
             say("waiting for the node to be Ready")
             _wait_node_ready(cluster, timeout)
@@ -273,7 +249,7 @@ def up(
     except BaseException:
         _record(cluster, plane)
         _stop_components(cluster)
-        _release_real_node(cluster)
+        release_node(cluster)
         release_network(state_dir)
         raise
     _save(cluster)
@@ -344,15 +320,14 @@ def _restart_dead(
                 and "kube-apiserver" not in dead
             ):
                 note("etcd moved: restarted kube-apiserver too, which dials it")
-                _terminate_pid(cluster.components["kube-apiserver"], 20.0)
+                terminate(cluster.components["kube-apiserver"], 20.0)
                 start_component(plane, assets, "kube-apiserver", timeout=timeout, progress=note)
             _record(cluster, plane)
         elif component == "registry":
             _start_registry(cluster, state_dir, 0)
         elif component in REAL_NODE:
             assets = assets or ensure_assets()
-            _start_real_node(cluster, state_dir, plane, assets, network, timeout, say,
-                             only=component)  # fmt: skip
+            start_node(cluster, plane, assets, network, timeout, say, only=component)
             _save(cluster)
             if component == "kubelet":
                 _wait_node_ready(cluster, timeout)
@@ -413,7 +388,7 @@ def _install_olm_crds(cluster: Cluster, say: Progress, timeout: float) -> None:
 def _record(cluster: Cluster, plane: ControlPlane) -> None:
     for component, process in plane.processes.items():
         if process.poll() is None:
-            cluster.components[component] = Component(process.pid, _start_time(process.pid) or 0)
+            cluster.components[component] = Component(process.pid, start_time(process.pid) or 0)
 
 
 def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
@@ -449,103 +424,22 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
             if not isinstance(exc, RegistryPortTaken) or attempt == 3:
                 raise ClusterError(f"registry on port {chosen}: {exc}") from None
     pid = registry.process.pid
-    cluster.components["registry"] = Component(pid, _start_time(pid) or 0)
+    cluster.components["registry"] = Component(pid, start_time(pid) or 0)
     cluster.registry = registry.address
     cluster.docker_config = str(auth.docker_config)
 
 
-def _real_node(cluster: Cluster, network: ClusterNetwork | None = None) -> RealNode:
-    network = network or ClusterNetwork(cluster.network or 1)
-    return RealNode(NODE_NAME, cluster.name, Path(cluster.state_dir) / "node", network)
-
-
-def _start_real_node(
-    cluster: Cluster,
-    state_dir: Path,
-    plane: ControlPlane,
-    assets: Path,
-    network: ClusterNetwork,
-    timeout: float,
-    say: Progress,
-    *,
-    only: str | None = None,
-) -> None:
-    """containerd, the kubelet and kube-proxy (``only``: just that one; the others run
-    on). The host's side (network namespace, link, CNI) is checked and mended first."""
-    node = _real_node(cluster, network)
-    node.directory.mkdir(parents=True, exist_ok=True)
-    if missing := [b for b in NODE_BINARIES if not os.access(assets / b, os.X_OK)]:
-        raise ClusterError(
-            f"a real node needs {', '.join(missing)} in {assets}: build them with "
-            "`olmtool cluster assets --node`"
-        )
-    prepare_host(node)
-    ca = pki.KeyPair(plane.ca_file, plane.ca_file.with_suffix(".key"))
-    ports = PortRecord.load(state_dir).assign(
-        ["kubelet", "kubelet-healthz", "kube-proxy-healthz", "kube-proxy-metrics"]
-    )
-    if only in (None, "containerd"):
-        say("starting containerd")
-        login = read_login(Path(cluster.docker_config)) if cluster.docker_config else None
-        argv = containerd_command(node, registry=cluster.registry, login=login)
-        _detach(cluster, "containerd", argv, node.directory / "containerd.log")
-    if only in (None, "containerd", "kubelet"):
-        wait_containerd(node, cluster.components["containerd"].alive, timeout)
-        load_pause(node, assets)
-    if only in (None, "kubelet"):
-        say("starting the kubelet")
-        argv = kubelet_command(
-            node, assets=assets, server=plane.server, ca=ca, pki_dir=pki_dir(state_dir),
-            port=ports["kubelet"], healthz_port=ports["kubelet-healthz"],
-        )  # fmt: skip
-        _detach(cluster, "kubelet", argv, node.directory / "kubelet.log")
-    if only in (None, "kube-proxy"):
-        say("starting kube-proxy")
-        argv = kube_proxy_command(
-            node.directory / "kube-proxy", binary=assets / "kube-proxy",
-            server=f"https://{network.host_address}:{plane.ports['kube-apiserver']}",
-            ca=ca, pki_dir=pki_dir(state_dir), network=network, node=NODE_NAME,
-            healthz_port=ports["kube-proxy-healthz"], metrics_port=ports["kube-proxy-metrics"],
-        )  # fmt: skip
-        _detach(cluster, "kube-proxy", argv, node.directory / "kube-proxy.log")
-    if only in (None, "cluster-dns"):
-        say("starting the cluster DNS (dnsmasq)")
-        argv = [
-            sys.executable, "-m", "olmtool.cluster.kubeletnode.dns",
-            f"--kubeconfig={cluster.kubeconfig}", f"--network-index={network.index}",
-            f"--hosts-file={dns_hosts_file(network)}",
-        ]  # fmt: skip
-        _detach(cluster, "cluster-dns", argv, node.directory / "cluster-dns.log")
-    if only in (None, "provisioner"):
-        argv = [
-            sys.executable, "-m", "olmtool.cluster.provisioner",
-            f"--kubeconfig={cluster.kubeconfig}", f"--state-dir={state_dir}",
-        ]  # fmt: skip
-        _detach(cluster, "provisioner", argv, state_dir / "provisioner.log")
-    cluster.node = NODE_NAME
-
-
-def _release_real_node(cluster: Cluster, *, delete: bool = False) -> None:
-    """A real node's host changes undone once its processes and Pods are stopped."""
-    if cluster.runtime != "containerd" or not cluster.network:
-        return
-    node = _real_node(cluster)
-    network = holds(Path(cluster.state_dir), cluster.network)
-    release_host(node, delete=delete, network=network)
+def load_image(
+    source: Path, reference: str, *, name: str = DEFAULT_NAME, root: Path | None = None
+) -> str:
+    """Put the image of ``source`` (an OCI layout or archive) into the cluster's node as
+    ``reference``, as ``kind load`` does; returns the name Pods find it under."""
+    return load_into_node(require_cluster(name, root), source, reference)
 
 
 def _detach(cluster: Cluster, component: str, args: list[str], log_file: Path) -> None:
-    """Start ``args`` in a session of its own, logging to ``log_file``, as ``component``.
-    ``OLMTOOL_CLUSTERS_DIR`` names this cluster's root, so its registry pulls find the
-    running cluster's login (:func:`olmtool.cluster.registryauth.cluster_login`: the
-    registry process ``cluster.json`` records alive, never a stopped cluster's)."""
-    env = {**os.environ, "OLMTOOL_CLUSTERS_DIR": str(Path(cluster.state_dir).parent)}
-    with log_file.open("ab") as log:
-        process = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=env,
-        )  # fmt: skip
-    cluster.components[component] = Component(process.pid, _start_time(process.pid) or 0)
+    clusters_dir = Path(cluster.state_dir).parent
+    cluster.components[component] = detach(args, log_file, clusters_dir=clusters_dir)
 
 
 def _start_engine(cluster: Cluster, state_dir: Path, say: Progress) -> None:
@@ -599,24 +493,6 @@ def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
     raise ClusterError(f"node {cluster.node} not Ready after {timeout:.0f}s")
 
 
-def load_image(
-    source: Path, reference: str, *, name: str = DEFAULT_NAME, root: Path | None = None
-) -> str:
-    """Put the image of ``source`` (an OCI layout or archive) into the cluster's node as
-    ``reference``, as ``kind load`` does; returns the name Pods find it under."""
-    cluster = require_cluster(name, root)
-    containerd = cluster.components.get("containerd")
-    if cluster.runtime != "containerd" or containerd is None:
-        raise ClusterError(
-            f"cluster {name!r} has no node to load images into (it was started with "
-            "--no-node, or by an older olmtool: `olmtool cluster down` and `up` again)"
-        )
-    if not containerd.alive():
-        raise ClusterError(f"cluster {name!r}: containerd is not running (olmtool cluster up)")
-    node = _real_node(cluster)
-    return load(source, reference, lambda layout, ref: import_layout(node.containerd, layout, ref))
-
-
 # --- down and status -------------------------------------------------------------------------
 
 
@@ -632,7 +508,7 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
         stopped = _stop_components(cluster)
         cluster.components.clear()
         _save(cluster)
-        _release_real_node(cluster, delete=delete)
+        release_node(cluster, delete=delete)
     release_network(state_dir)
     if delete:
         shutil.rmtree(state_dir, ignore_errors=True)
@@ -648,36 +524,10 @@ def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:
             # the kubelet is stopped: the Pods go now, while containerd can still tell
             # which they are (their shims outlive containerd)
             with contextlib.suppress(OlmtoolError):
-                stop_pods(_real_node(cluster))
-        if _terminate_pid(process, grace):
+                stop_pods(real_node(cluster))
+        if terminate(process, grace):
             stopped.append(component)
     return stopped
-
-
-def _terminate_pid(component: Component, grace: float) -> bool:
-    if not component.alive():
-        return False
-    try:
-        os.kill(component.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        _reap(component.pid)
-        if not component.alive():
-            return True
-        time.sleep(0.1)
-    if component.alive():
-        os.kill(component.pid, signal.SIGKILL)
-        time.sleep(0.1)
-        _reap(component.pid)
-    return True
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status if ``up`` ran in this process (else it is not our child)."""
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
 
 
 @dataclass(frozen=True)
@@ -732,15 +582,3 @@ def _olm_crds_or_none(cluster: Cluster) -> list[str]:
         return established_olm_crds(_api(cluster))
     except OlmtoolError:  # status reports; it does not fail on a flaky apiserver
         return []
-
-
-def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot, or None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":  # a zombie is gone for our purposes
-        return None
-    return int(fields[19])

@@ -200,7 +200,7 @@ def cluster_registry_credentials(registry: str, root: Path | None = None) -> Reg
 def _alive(process: object) -> bool:
     """Whether ``cluster.json``'s record of a process (``{"pid", "started"}``) names one
     that still runs: the pid exists, is no zombie and started when recorded (a recycled
-    pid starts later), as :class:`olmtool.cluster.local.Component` decides."""
+    pid starts later), as :class:`olmtool.cluster.processes.Component` decides."""
     if not isinstance(process, dict):
         return False
     pid, started = process.get("pid"), process.get("started")

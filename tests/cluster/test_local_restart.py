@@ -12,6 +12,7 @@ import pytest
 
 from olmtool.cluster import local
 from olmtool.cluster.portrecord import PortRecord
+from olmtool.cluster.processes import start_time
 
 
 def _dead_pid() -> int:
@@ -25,7 +26,7 @@ def _write_cluster(root: Path, components: dict[str, bool], ports: bool = True) 
     state.mkdir(parents=True)
     me = os.getpid()
     records = {
-        name: {"pid": me, "started": local._start_time(me)}
+        name: {"pid": me, "started": start_time(me)}
         if alive
         else {"pid": _dead_pid(), "started": 1}
         for name, alive in components.items()
@@ -124,9 +125,7 @@ def test_restart_order_and_what_each_component_needs(
         local, "start_component", lambda plane, assets, name, **kw: started.append(name)
     )
     monkeypatch.setattr(local, "_start_registry", lambda c, s, port: started.append("registry"))
-    monkeypatch.setattr(
-        local, "_start_real_node", lambda c, s, p, a, n, t, say, only: started.append(only)
-    )
+    monkeypatch.setattr(local, "start_node", lambda c, p, a, n, t, say, only: started.append(only))
     monkeypatch.setattr(local, "_wait_node_ready", lambda c, t: None)
     monkeypatch.setattr(local, "_start_engine", lambda c, s, say: started.append("olm-engine"))
     dead = ["olm-engine", "kubelet", "registry", "kube-scheduler", "containerd", "kube-apiserver"]

@@ -12,7 +12,7 @@ import bcrypt
 import httpx
 import pytest
 
-from olmtool.cluster.local import _start_time
+from olmtool.cluster.processes import start_time as _start_time
 from olmtool.cluster.registryauth import (
     RegistryLogin,
     cluster_login,
