@@ -128,14 +128,24 @@ def test_exec_and_logs_follow_go_through_the_kubelet(cluster: Cluster, ns: str) 
 def test_a_pod_reaches_another_by_service_name(cluster: Cluster, ns: str) -> None:
     web(cluster.kube, ns)
     names = ["web", f"web.{ns}", f"web.{ns}.svc", f"web.{ns}.svc.cluster.local"]
+    # retried for up to 30 s, as any client of a new Service must: kube-proxy programs
+    # the Service's rules a moment after its endpoints change
     script = (
-        "import sys, urllib.request\n"
+        "import sys, time, urllib.request\n"
         "for name in sys.argv[1:]:\n"
-        "    print(name, urllib.request.urlopen(f'http://{name}/', timeout=5).status)\n"
+        "    deadline = time.monotonic() + 30\n"
+        "    while True:\n"
+        "        try:\n"
+        "            print(name, urllib.request.urlopen(f'http://{name}/', timeout=3).status)\n"
+        "            break\n"
+        "        except OSError:\n"
+        "            if time.monotonic() > deadline:\n"
+        "                raise\n"
+        "            time.sleep(0.5)\n"
     )
     body = pod("client", PYTHON, ["python3", "-c", script, *names], restartPolicy="Never")
     run_pod(cluster.kube, ns, body)
-    wait_for(lambda: phase(cluster.kube, ns, "client") in ("Succeeded", "Failed"), 60, "client")
+    wait_for(lambda: phase(cluster.kube, ns, "client") in ("Succeeded", "Failed"), 150, "client")
     output = kubectl(cluster, "logs", "-n", ns, "client")
     assert output.split("\n")[:-1] == [f"{name} 200" for name in names], output
 
@@ -145,9 +155,16 @@ def test_the_host_reaches_service_and_pod_addresses(cluster: Cluster, ns: str) -
 
     cluster_ip = web(cluster.kube, ns)
     pod_ip = cluster.kube.get(f"/api/v1/namespaces/{ns}/pods/web")["status"]["podIP"]
+
+    def answers(url: str) -> bool:
+        try:
+            with urllib.request.urlopen(url, timeout=3) as response:
+                return response.status == 200
+        except OSError:  # the Service's rules come a moment after its endpoints
+            return False
+
     for url in (f"http://{cluster_ip}/", f"http://{pod_ip}:8080/"):
-        with urllib.request.urlopen(url, timeout=5) as response:
-            assert response.status == 200
+        wait_for(lambda u=url: answers(u), 30, url)  # type: ignore[misc]
 
 
 def test_a_claim_is_bound_and_writable_by_a_non_root_pod(cluster: Cluster, ns: str) -> None:
