@@ -133,7 +133,7 @@ test-unit: install
 # tests/e2e/conftest.py), but on 2 cores some OLM tests still time out: not yet for CI.
 E2E_WORKERS ?= 0
 test-e2e: e2e-assets
-	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadgroup
+	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadgroup --durations=40
 
 test: lint e2e-assets
 	$(BIN)/olmtool crd generate --check
