@@ -116,7 +116,7 @@ def control_plane(
 
 @pytest.fixture(scope="session")
 def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """The local cluster of the session, as `olmtool cluster up --kubelet` starts it: the
+    """The local cluster of the session, as `olmtool cluster up` starts it: the
     control plane, a registry with the stand-in images, and a real node (containerd,
     kubelet, kube-proxy, cluster DNS, provisioner) on a cluster network of its own.
 
@@ -125,7 +125,7 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     if not all((kube_assets / name).exists() for name in (*CONTROL_PLANE, *NODE)):
         if os.environ.get("CI"):
             pytest.fail(f"{kube_assets} lacks a real node's binaries (make assets)")
-        pytest.skip(f"{kube_assets} lacks a real node's binaries: olmtool cluster assets --node")
+        pytest.skip(f"{kube_assets} lacks a real node's binaries: olmtool cluster assets")
     if os.geteuid() != 0:
         pytest.skip("a real node (containerd, network namespaces) needs root")
     if missing := missing_tools():

@@ -43,6 +43,7 @@ from olmtool import yamlio
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
 from olmtool.cluster.kube import Kube
+from olmtool.cluster.network import ClusterNetwork
 from olmtool.olm.crdfiles import olm_crds
 from olmtool.ports import free_port
 from tests.e2e.helpers import JSON, Cluster, established, wait_for
@@ -154,6 +155,20 @@ def _process(argv: list[str], log: Path, env: dict[str, str] | None = None) -> I
             process.wait()
 
 
+def _with_cluster_dns(cluster: Cluster, argv: list[str], logs: Path) -> list[str]:
+    """``argv`` with the cluster DNS as its resolver, in a mount namespace of its own
+    whose /etc/resolv.conf names it: the catalog operator dials a registry pod's Service
+    by name (``<source>.<namespace>.svc:50051``), as it does in its Pod on any cluster.
+    Its other peers (the apiserver, catalogs served on loopback) are addresses."""
+    resolv = logs / "resolv.conf"
+    dns = ClusterNetwork(cluster.local.network or 1).dns_ip
+    resolv.write_text(
+        f"nameserver {dns}\nsearch svc.cluster.local cluster.local\noptions ndots:5\n"
+    )
+    bind = 'mount --bind "$0" /etc/resolv.conf && exec "$@"'
+    return ["unshare", "--mount", "--", "sh", "-c", bind, str(resolv), *argv]
+
+
 @contextlib.contextmanager
 def run_real_olm(cluster: Cluster, logs: Path) -> Iterator[str]:
     """OLM's two operators watching the cluster (logs in ``logs``); yields OLM's namespace."""
@@ -177,7 +192,7 @@ def run_real_olm(cluster: Cluster, logs: Path) -> Iterator[str]:
     ] + (["-debug"] if os.environ.get("OLMTOOL_OLM_DEBUG") else [])
     with (
         _process(olm_argv, logs / "olm.log", {"KUBECONFIG": kubeconfig}),
-        _process(catalog_argv, logs / "catalog.log"),
+        _process(_with_cluster_dns(cluster, catalog_argv, logs), logs / "catalog.log"),
     ):
         yield namespace
     print(f"\nreal OLM logs: {logs}")
