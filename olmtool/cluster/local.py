@@ -57,7 +57,7 @@ from olmtool.cluster.localnode import (
 from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
-from olmtool.cluster.processes import ClusterError, Component, detach, start_time, terminate
+from olmtool.cluster.processes import ClusterError, Component, detach, terminate
 from olmtool.cluster.registryauth import ensure_registry_auth, read_login, remember_root
 from olmtool.cluster.standins import push_standins
 from olmtool.errors import ArgumentError, OlmtoolError
@@ -78,7 +78,7 @@ STOP_ORDER = (
     "etcd",
     "registry",
 )
-# the node's processes, and the cluster services that run beside it
+# the control plane, the registry, the node (localnode.REAL_NODE), the OLM engine
 START_ORDER = (*COMPONENTS, "registry", *REAL_NODE, "olm-engine")
 
 Progress = Callable[[str], None]
@@ -388,7 +388,7 @@ def _install_olm_crds(cluster: Cluster, say: Progress, timeout: float) -> None:
 def _record(cluster: Cluster, plane: ControlPlane) -> None:
     for component, process in plane.processes.items():
         if process.poll() is None:
-            cluster.components[component] = Component(process.pid, start_time(process.pid) or 0)
+            cluster.components[component] = Component.of(process.pid)
 
 
 def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
@@ -424,7 +424,7 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
             if not isinstance(exc, RegistryPortTaken) or attempt == 3:
                 raise ClusterError(f"registry on port {chosen}: {exc}") from None
     pid = registry.process.pid
-    cluster.components["registry"] = Component(pid, start_time(pid) or 0)
+    cluster.components["registry"] = Component.of(pid)
     cluster.registry = registry.address
     cluster.docker_config = str(auth.docker_config)
 

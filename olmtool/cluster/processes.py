@@ -23,6 +23,11 @@ class Component:
     pid: int
     started: int  # /proc/<pid>/stat start time: tells a recycled pid apart
 
+    @classmethod
+    def of(cls, pid: int) -> Component:
+        """The running process ``pid`` as a component (start time 0 if it is gone)."""
+        return cls(pid, start_time(pid) or 0)
+
     def alive(self) -> bool:
         return start_time(self.pid) == self.started
 
@@ -38,7 +43,7 @@ def detach(args: list[str], log_file: Path, *, clusters_dir: Path) -> Component:
             args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env=env,
         )  # fmt: skip
-    return Component(process.pid, start_time(process.pid) or 0)
+    return Component.of(process.pid)
 
 
 def terminate(component: Component, grace: float) -> bool:

@@ -156,15 +156,16 @@ def test_the_host_reaches_service_and_pod_addresses(cluster: Cluster, ns: str) -
     cluster_ip = web(cluster.kube, ns)
     pod_ip = cluster.kube.get(f"/api/v1/namespaces/{ns}/pods/web")["status"]["podIP"]
 
-    def answers(url: str) -> bool:
+    def status_of(url: str) -> int | None:
         try:
             with urllib.request.urlopen(url, timeout=3) as response:
-                return response.status == 200
+                return int(response.status)
         except OSError:  # the Service's rules come a moment after its endpoints
-            return False
+            return None
 
-    for url in (f"http://{cluster_ip}/", f"http://{pod_ip}:8080/"):
-        wait_for(lambda u=url: answers(u), 30, url)  # type: ignore[misc]
+    urls = (f"http://{cluster_ip}/", f"http://{pod_ip}:8080/")
+    statuses = [wait_for(lambda u=url: status_of(u), 30, url) for url in urls]  # type: ignore[misc]
+    assert statuses == [200, 200], statuses
 
 
 def test_a_claim_is_bound_and_writable_by_a_non_root_pod(cluster: Cluster, ns: str) -> None:
