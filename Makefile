@@ -128,12 +128,11 @@ format: install
 test-unit: install
 	$(BIN)/pytest -m "not e2e" -n $(PYTEST_WORKERS) -q
 
-# Serial by default. E2E_WORKERS=2 runs two workers, each with its own session cluster
-# (a module stays in one worker, the modules running an OLM engine take turns on one:
-# tests/e2e/conftest.py), but on 2 cores some OLM tests still time out: not yet for CI.
-E2E_WORKERS ?= 0
+# Two workers, each with a session cluster of its own; a module stays on one worker, the
+# longest first (tests/e2e/schedule.py). E2E_WORKERS=0 runs them serially (twice as long).
+E2E_WORKERS ?= 2
 test-e2e: e2e-assets
-	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadgroup --durations=40
+	$(BIN)/pytest -m e2e -q -n $(E2E_WORKERS) --dist loadfile --durations=40
 
 test: lint e2e-assets
 	$(BIN)/olmtool crd generate --check

@@ -9,7 +9,7 @@ kubelet, kube-proxy, DNS and provisioner until the node is Ready and schedulable
 Deployment of ``--pods`` busybox replicas with a readiness probe is created and timed
 until every pod is Ready, and one pod is deleted and timed until its replacement is Ready.
 The last line compares with the node agent olmtool ran before its real node (measured
-the same way on this machine kind, with OLM's API and engine started too).
+the same way on this kind of machine, with OLM's API and engine started too).
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ class ArgumentError(InputError):
 
 
 class InternalError(OlmtoolError):
-    """Not the user's input: a runtime state of a component (node agent, catalog server)
+    """Not the user's input: a runtime state of a component (catalog server, OLM engine)
     that is reported to its client (pod status, gRPC status) rather than to a terminal."""
 
 

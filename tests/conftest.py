@@ -28,6 +28,16 @@ USER = Credentials("olmtool", "s3cret-pass")
 Skopeo = Callable[..., Any]
 
 
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (the e2e tests' workers): the longest modules first
+    (tests/e2e/schedule.py); any other mode is xdist's own."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from tests.e2e.schedule import LongestModuleFirst
+
+    return LongestModuleFirst(config, log)
+
+
 def _require(available: bool, what: str) -> None:
     if available:
         return

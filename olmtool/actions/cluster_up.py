@@ -1,4 +1,4 @@
-"""``cluster up``: a local cluster (control plane, controllers, registry, node agent).
+"""``cluster up``: a local cluster (control plane, controllers, registry, a real node).
 
 >>> cluster = cluster_up("ci", registry_port=0)
 >>> cluster.kubeconfig

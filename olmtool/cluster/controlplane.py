@@ -60,8 +60,9 @@ CONTROLLERS = (
 
 
 def controllers(plane: ControlPlane) -> str:
-    """The node agent clears the not-ready taint itself; a real kubelet leaves it to the
-    node-lifecycle controller (which also marks a node whose kubelet stopped NotReady)."""
+    """With a node, the node-lifecycle controller runs: it clears the not-ready taint of a
+    Ready node and marks a node whose kubelet stopped NotReady. A control plane alone has
+    no node to watch."""
     if plane.real_node:
         return CONTROLLERS.replace(",-nodelifecycle", "")
     return CONTROLLERS
@@ -113,7 +114,7 @@ class ControlPlane:
     # kube-controller-manager's and kube-scheduler's serving certificates
     controller_serving: dict[str, pki.KeyPair] = field(default_factory=dict)
     # Where Pods reach the apiserver (the ``kubernetes`` Service's endpoint): a real
-    # node's address; loopback when Pods share the host's network (the node agent).
+    # node's address; loopback for a control plane without a node.
     advertise_address: str = LOOPBACK
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -346,7 +347,7 @@ def _apiserver_args(plane: ControlPlane) -> list[str]:
         "--service-account-issuer=https://kubernetes.default.svc",
         f"--service-cluster-ip-range={plane.service_cidr}",
         "--allow-privileged=true",
-        # logs and exec reach the node agent's kubelet API, both sides verified
+        # logs and exec reach the kubelet's API at the node's address, both sides verified
         "--kubelet-preferred-address-types=InternalIP",
         f"--kubelet-client-certificate={plane.kubelet_client.cert}",
         f"--kubelet-client-key={plane.kubelet_client.key}",

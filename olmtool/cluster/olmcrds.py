@@ -2,7 +2,7 @@
 
 ``cluster up`` applies the CRDs as soon as the apiserver answers and waits for them to be
 Established only at the end, so the apiserver sets them up while the controllers,
-registry and node agent start. Server-side apply creates a missing CRD and updates one an
+registry and node start. Server-side apply creates a missing CRD and updates one an
 older olmtool installed in a single request (the CSV CRD is too big for client-side apply's
 last-applied annotation).
 """

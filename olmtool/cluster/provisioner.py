@@ -12,7 +12,7 @@ and Pods run as any user.
 
 A component of the local cluster on its own:
 ``python -m olmtool.cluster.provisioner --kubeconfig K --state-dir D`` runs it until
-SIGTERM (the node agent runs it in its own process instead).
+SIGTERM (``cluster up`` starts it so, as a component of the node).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def volume_for(claim: JSON, directory: Path, reclaim: str = "Delete") -> JSON:
 
 
 class Provisioner:
-    """Watches claims and volumes; run by the node agent (``start``/``stop``)."""
+    """Watches claims and volumes; run by ``python -m olmtool.cluster.provisioner`` (``start``/``stop``)."""
 
     def __init__(self, kube: Kube, state_dir: Path, streams: Streams | None = None) -> None:
         self.kube = kube

@@ -12,8 +12,8 @@ pulls, pushes and deletes are refused. The password is random, made at the first
 
 olmtool finds them on its own: :func:`cluster_login` is what the registry client
 (:mod:`olmtool.images.distribution`) uses for a loopback registry, so ``--push`` to the
-local cluster's registry, the node agent's pulls and the OLM engine's all authenticate
-without set-up. The login is that of the *running* cluster whose registry has the port:
+local cluster's registry, the node's pulls (containerd's CRI config) and the OLM engine's
+all authenticate without set-up. The login is that of the *running* cluster whose registry has the port:
 a stopped cluster's state keeps its recorded registry address (``down`` without
 ``--delete``), and a new cluster may take the same port (5000 by default) with a login
 of its own.

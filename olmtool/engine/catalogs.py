@@ -254,7 +254,7 @@ class Catalogs:
         return objects
 
     def _reachable(self, image: str) -> str:
-        """``localhost:5000/...`` is the cluster registry's alias (as for the node agent)."""
+        """``localhost:5000/...`` is the cluster registry's alias (as in the node's containerd registry hosts)."""
         for alias in ("localhost:5000/", "127.0.0.1:5000/"):
             if self.registry and image.startswith(alias):
                 return f"{self.registry}/{image.removeprefix(alias)}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import pki
+from olmtool.cluster import kubeletnode, pki
 from olmtool.cluster.kubeletnode import RealNode, containerd, hostnet, kubelet, kubeproxy
 from olmtool.cluster.kubeletnode.pause import PAUSE_IMAGE, pause_image
 from olmtool.cluster.network import ClusterNetwork
@@ -63,6 +63,24 @@ def test_two_nodes_never_share_a_socket(tmp_path: Path) -> None:
     assert first.socket != second.socket
 
 
+def test_two_clusters_of_one_name_never_share_a_cgroup_root_or_mount_namespace(
+    tmp_path: Path,
+) -> None:
+    # two state folders may each hold a cluster "e2e" (two test workers); their networks'
+    # indexes are claimed machine-wide, so they name what the host shares
+    first = RealNode("olmtool-node", "e2e", tmp_path / "a" / "node", ClusterNetwork(2))
+    second = RealNode("olmtool-node", "e2e", tmp_path / "b" / "node", ClusterNetwork(3))
+    assert kubelet.cgroup_root(first.host_key) == "/olmtool-2"
+    assert kubelet.cgroup_root(second.host_key) == "/olmtool-3"
+    assert first.mount_namespace != second.mount_namespace
+
+
+def test_containerd_and_the_kubelet_run_in_the_nodes_mount_namespace(tmp_path: Path) -> None:
+    argv = kubeletnode.containerd_command(node(tmp_path), registry=None, login=None)
+    assert argv[:3] == ["nsenter", "--mount=/run/olmtool/mnt/olmtool-7", "--"]
+    assert argv[3] == "containerd"
+
+
 def test_the_pod_network_is_the_clusters(tmp_path: Path) -> None:
     conflist = hostnet.cni_conflist(NETWORK, tmp_path / "ipam")
     bridge, portmap = conflist["plugins"]  # type: ignore[misc]
@@ -90,7 +108,7 @@ def test_the_kubelet_serves_on_the_nodes_address_and_trusts_the_cluster_ca(
     assert pki.issued_by(identity, ca)
     config = kubelet.kubelet_config(
         address=NETWORK.host_address, port=10250, healthz_port=10248, ca_file=ca.cert,
-        serving=serving, network=NETWORK, cluster="demo", resolv_conf=tmp_path / "r",
+        serving=serving, network=NETWORK, cgroup_root="/olmtool-7", resolv_conf=tmp_path / "r",
     )  # fmt: skip
     assert config["authentication"] == {
         "anonymous": {"enabled": False},
@@ -98,7 +116,7 @@ def test_the_kubelet_serves_on_the_nodes_address_and_trusts_the_cluster_ca(
         "x509": {"clientCAFile": str(ca.cert)},
     }
     assert config["authorization"] == {"mode": "Webhook"}
-    assert config["clusterDNS"] == ["10.96.7.10"] and config["cgroupRoot"] == "/olmtool-demo"
+    assert config["clusterDNS"] == ["10.96.7.10"] and config["cgroupRoot"] == "/olmtool-7"
     assert config["cgroupDriver"] == "cgroupfs" and config["readOnlyPort"] == 0
 
 

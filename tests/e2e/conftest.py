@@ -39,35 +39,11 @@ from tests.e2e.ocirun import require_runtime
 REQUIRED = ("etcd", "kube-apiserver")
 
 
-# Modules that run an OLM engine (real OLM v0.18.3 or olmtool's) against their cluster:
-# with two workers (make test-e2e: -n 2 --dist loadgroup) they share one worker, one at a
-# time, as they ran serially before; every other module is a group of its own.
-OLM_MODULES = frozenset(
-    {
-        "test_cli_resilience.py",
-        "test_install_client.py",
-        "test_install_real_olm.py",
-        "test_olm_hostile.py",
-        "test_olm_scenarios.py",
-        "test_olm_upgrade_scenarios.py",
-        "test_real_olm.py",
-        "test_resolver_vs_olm.py",
-        "test_upgrade_olm.py",
-    }
-)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
-        path = Path(item.fspath)
-        if here in path.parents:
+        if here in Path(item.fspath).parents:
             item.add_marker(pytest.mark.e2e)
-        if item.get_closest_marker("e2e") is None:
-            continue
-        group = "olm" if path.name in OLM_MODULES and here in path.parents else str(path)
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

@@ -221,7 +221,7 @@ def client_endpoint(kube: Kube, namespace: str, name: str) -> str:
 
 
 def member_pid(namespace: str, cluster: str, member: str) -> int | None:
-    """The host pid of a member's etcd process (the node agent runs it as a child)."""
+    """The host pid of a member's etcd process (its container's, seen from the host)."""
     marker = f"--advertise-client-urls=http://{member}.{cluster}.{namespace}.svc:2379"
     out = subprocess.run(["pgrep", "-f", "--", re.escape(marker)], capture_output=True, text=True)
     pids = [int(p) for p in out.stdout.split()]

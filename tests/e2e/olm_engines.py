@@ -8,8 +8,8 @@ HOST:PORT]``, in the foreground until SIGTERM). Each is skipped, with the reason
 is not there.
 
 The operators are synthetic: :class:`Bundle` writes a bundle directory (manifests/ and
-metadata/annotations.yaml) whose Deployments run ``busybox`` (the node agent's host
-shell) sleeping; :func:`write_catalog` renders the bundles with olmtool's own render
+metadata/annotations.yaml) whose Deployments run ``busybox`` (the stand-in image in the
+cluster's registry) sleeping; :func:`write_catalog` renders the bundles with olmtool's own render
 (bundle objects inline, ``image: ""``: OLM installs them without an unpack Job) and adds
 the package and channel blobs; :meth:`World.serve` serves a catalog in-process
 (``olmtool.serve.start_server``) for a CatalogSource with ``spec.address``.
@@ -145,7 +145,7 @@ def deployment(
     annotations: dict[str, str] | None = None,
     env: list[JSON] | None = None,
 ) -> JSON:
-    """A CSV deployment whose one container sleeps in the host shell."""
+    """A CSV deployment whose one container (busybox) sleeps."""
     container: JSON = {"name": "operator", "image": "busybox:1.35", "command": SLEEP}
     if env:
         container["env"] = env

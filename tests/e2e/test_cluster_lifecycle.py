@@ -403,14 +403,20 @@ def test_tokens_and_secrets_are_readable_by_the_pod_only(full: Full) -> None:
     assert inside.stdout == "hunter2", inside.stderr
     mounted = _kubectl(full.assets, full.cluster.kubeconfig, "exec", "secretive", "--", "ls", token)
     assert mounted.returncode == 0, mounted.stderr
-    # on the host: the kubelet keeps them on tmpfs (never on disk), below a folder only
-    # root may enter
+    # on the node: the kubelet keeps them on tmpfs (never on disk), below a folder only
+    # root may enter; the mounts are in the node's mount namespace, the kubelet's
     uid = full.kube.get("/api/v1/namespaces/default/pods/secretive")["metadata"]["uid"]
+    kubelet = full.pids()["kubelet"]
     mounts = [
         line.split()
-        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        for line in Path(f"/proc/{kubelet}/mountinfo").read_text().splitlines()
         if f"/pods/{uid}/volumes/kubernetes.io~secret/" in line
     ]
+    assert (
+        not [  # and never in the host's
+            line for line in Path("/proc/self/mountinfo").read_text().splitlines() if uid in line
+        ]
+    )
     assert {fields[4].rsplit("/", 1)[1] for fields in mounts} >= {"creds"}
     assert all(fields[fields.index("-") + 1] == "tmpfs" for fields in mounts)
     roots = Path(mounts[0][4]).parents[4]  # .../kubelet/<node>/pods/<uid>/volumes/...

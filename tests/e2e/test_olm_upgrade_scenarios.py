@@ -19,7 +19,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e import olm_engines
-from tests.e2e.helpers import wait_for
+from tests.e2e.helpers import JSON, wait_for
 from tests.e2e.olm_engines import (
     CRDS,
     RBAC,
@@ -415,16 +415,21 @@ def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
     assert served["connectionState"]["lastObservedState"] == "READY"
     assert served["registryService"]["serviceName"] == "catalog"
     assert w.kube.get_or_none(f"/api/v1/namespaces/{ns}/services/catalog") is not None
-    pods = w.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector="olm.catalogSource=catalog")
-    (pod,) = pods["items"]
+
+    def registry_pods() -> list[JSON]:  # real OLM replaces a registry pod slow to be Ready
+        selector = "olm.catalogSource=catalog"
+        pods = w.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
+        return [p for p in pods if "deletionTimestamp" not in p["metadata"]]
+
+    (pod,) = wait_for(lambda: len(found := registry_pods()) == 1 and found, 60, "one registry pod")
     (container,) = pod["spec"]["containers"]
     assert container["image"] == references[0] and "command" not in container
     assert container["readinessProbe"]["exec"]["command"] == ["grpc_health_probe", "-addr=:50051"]
 
     def ready() -> bool:  # the image's grpc_health_probe answered 0
-        now = w.kube.get(f"/api/v1/namespaces/{ns}/pods/{pod['metadata']['name']}")
         return any(
             c["type"] == "Ready" and c["status"] == "True"
+            for now in registry_pods()
             for c in status(now).get("conditions", [])
         )
 
@@ -435,8 +440,6 @@ def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
     w.wait_installed(ns, "imaged", new.name, LONG)
 
     def images() -> list[str]:
-        selector = "olm.catalogSource=catalog"
-        pods = w.kube.get(f"/api/v1/namespaces/{ns}/pods", labelSelector=selector)["items"]
-        return [p["spec"]["containers"][0]["image"] for p in pods]
+        return [p["spec"]["containers"][0]["image"] for p in registry_pods()]
 
     wait_for(lambda: images() == [references[1]], 60, "only the new image's pod")

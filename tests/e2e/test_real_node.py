@@ -210,12 +210,14 @@ def test_cluster_load_puts_an_image_on_the_node(cluster: Cluster, ns: str) -> No
 
 @pytest.fixture(scope="module")
 def second(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[local.Cluster]:
+    """A second cluster with the session cluster's name, under another root (as two test
+    workers, or two users, have): nothing of the host may be keyed on the name alone."""
     root = tmp_path_factory.mktemp("second")
-    made = local.up("second", root=root, registry_port=0, olm_crds=False)
+    made = local.up(cluster.local.name, root=root, registry_port=0, olm_crds=False)
     try:
         yield made
     finally:
-        local.down("second", root=root, delete=True)
+        local.down(made.name, root=root, delete=True)
 
 
 def _namespace(kube: Kube, name: str) -> None:
@@ -239,6 +241,13 @@ def test_two_clusters_serve_the_same_names_side_by_side(
     for address in addresses:
         with urllib.request.urlopen(f"http://{address}/", timeout=5) as response:
             assert response.status == 200
+    # each node keeps its Pods' cgroups and logs apart: a kubelet kills the Pods and
+    # deletes the log folders of its cgroup root and /var/log/pods that it does not run
+    for kube, made in zip(kubes, (cluster.local, second), strict=True):
+        uid = kube.get("/api/v1/namespaces/same/pods/web")["metadata"]["uid"]
+        node = _node(made)
+        assert [p.name for p in (node.directory / "logs" / "pods").glob(f"same_web_{uid}")]
+        assert list(Path("/sys/fs/cgroup/memory", node.host_key).rglob(f"pod{uid}"))
 
 
 @pytest.mark.parametrize(
@@ -252,11 +261,11 @@ def test_a_killed_node_component_comes_back_and_pods_run_on(
         run_pod(kube, "default", pod("steady", BUSYBOX, ["sleep", "3600"]))
     wait_for(lambda: phase(kube, "default", "steady") == "Running", 60, "steady Running")
     before = kube.get("/api/v1/namespaces/default/pods/steady")["status"]["containerStatuses"]
-    recorded = local.read_cluster("second", Path(second.state_dir).parent)
+    recorded = local.read_cluster(second.name, Path(second.state_dir).parent)
     assert recorded is not None
     os.kill(recorded.components[component].pid, signal.SIGKILL)
     wait_for(lambda: not recorded.components[component].alive(), 10, f"{component} gone")
-    again = local.up("second", root=Path(second.state_dir).parent, olm_crds=False)
+    again = local.up(second.name, root=Path(second.state_dir).parent, olm_crds=False)
     assert again.running()[component]
     assert f"restarted {component}" in again.notes
     wait_for(lambda: local.node_ready(again), 60, "node Ready again")
@@ -265,10 +274,15 @@ def test_a_killed_node_component_comes_back_and_pods_run_on(
     assert after[0]["restartCount"] == before[0]["restartCount"]
 
 
+def _node(made: local.Cluster) -> RealNode:
+    network = ClusterNetwork(made.network or 1)
+    return RealNode("olmtool-node", made.name, Path(made.state_dir) / "node", network)
+
+
 def _host_traces(made: local.Cluster) -> list[str]:
     """What of the cluster ``made`` is on the host: processes, mounts, network, rules."""
-    network = ClusterNetwork(made.network or 1)
-    node = RealNode("olmtool-node", made.name, Path(made.state_dir) / "node", network)
+    node = _node(made)
+    network = node.network
     traces = []
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     hosts = str(dns_hosts_file(network))
@@ -288,8 +302,9 @@ def _host_traces(made: local.Cluster) -> list[str]:
     sockets = ContainerdPaths.under(node.directory).sockets
     traces += [str(path) for path in (*sockets, dns_hosts_file(network)) if path.exists()]
     traces += [str(node.kubelet.root)] if node.kubelet.root.exists() else []
-    cgroups = Path("/sys/fs/cgroup/memory", f"olmtool-{made.name}")
+    cgroups = Path("/sys/fs/cgroup/memory", node.host_key)
     traces += [str(cgroups)] if cgroups.exists() else []
+    traces += [str(node.mount_namespace)] if node.mount_namespace.exists() else []
     return traces
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.cluster import pki
-from olmtool.cluster.kubeletnode import containerd, hostnet, kubelet
+from olmtool.cluster.kubeletnode import containerd, hostnet, kubelet, mountns
 from olmtool.cluster.kubeletnode.containerd import ContainerdError, ContainerdPaths
 from olmtool.cluster.kubeletnode.hostnet import HostNetworkError
 from olmtool.cluster.kubeletnode.kubelet import KubeletPaths
@@ -73,6 +73,19 @@ class RealNode:
         return self.network.host_address
 
     @property
+    def host_key(self) -> str:
+        """What names the node's machine-wide resources (cgroup root, mount namespace):
+        its network namespace's name, which the network's claim makes unique on the
+        machine (cluster names are not: two state folders may each hold an ``e2e``)."""
+        return self.network.netns
+
+    @property
+    def mount_namespace(self) -> Path:
+        """The pin of the mount namespace its containerd and kubelet run in
+        (:mod:`.mountns`)."""
+        return mountns.pin_path(self.host_key)
+
+    @property
     def containerd(self) -> ContainerdPaths:
         return ContainerdPaths.under(self.directory)
 
@@ -109,14 +122,16 @@ def missing_tools() -> list[str]:
 
 def prepare_host(node: RealNode) -> None:
     """The node's network namespace and its link, the CNI config and plugin wrappers,
-    the Pods' cgroup parent; the host's sysctls recorded before the kubelet changes them."""
+    the Pods' cgroup parent, the mount namespace of its containerd and kubelet; the host's
+    sysctls recorded before the kubelet changes them."""
     if missing := missing_tools():
         raise NodeError(f"a real node needs {', '.join(missing)} (make tools)")
     hostnet.record_baseline()
     hostnet.ensure_node_network(node.network)
     hostnet.write_cni_wrappers(node.network, node.cni_bin_dir)
     hostnet.write_cni_config(node.network, node.cni_conf_dir, node.ipam_dir)
-    kubelet.ensure_cgroup_root(node.cluster)
+    kubelet.ensure_cgroup_root(node.host_key)
+    mountns.ensure(node.directory, node.host_key)
 
 
 def release_host(node: RealNode, *, delete: bool = False, network: bool = True) -> dict[str, str]:
@@ -125,8 +140,9 @@ def release_host(node: RealNode, *, delete: bool = False, network: bool = True) 
     namespace and link stay, for the cluster that holds the index now). The last node on
     the machine also restores the host's sysctls (returning what changed) and removes
     the kubelet's iptables chains."""
-    kubelet.unmount_under(node.kubelet.root)
-    kubelet.unmount_under(node.directory.resolve())  # sandboxes' /dev/shm, snapshots
+    mountns.release(node.mount_namespace)  # the Pods' mounts go with it
+    kubelet.unmount_under(node.kubelet.root)  # (a node an older olmtool started)
+    kubelet.unmount_under(node.directory.resolve())
     from olmtool.cluster.kubeletnode.dns import stop_strays
 
     stop_strays(dns_hosts_file(node.network))
@@ -138,7 +154,7 @@ def release_host(node: RealNode, *, delete: bool = False, network: bool = True) 
     if network:
         hostnet.remove_node_network(node.network)
     shutil.rmtree(node.ipam_dir, ignore_errors=True)  # its Pods are gone
-    kubelet.remove_cgroup_root(node.cluster)
+    kubelet.remove_cgroup_root(node.host_key)
     if hostnet.other_nodes(node.network):
         return {}
     hostnet.remove_kubelet_chains()
@@ -154,7 +170,7 @@ def containerd_command(
         sandbox_image=PAUSE_IMAGE,
         registry=registry, login=login,
     )  # fmt: skip
-    return containerd.command(paths)
+    return mountns.enter(node.mount_namespace, containerd.command(paths))
 
 
 def wait_containerd(node: RealNode, alive: Callable[[], bool], timeout: float) -> None:
@@ -203,7 +219,7 @@ def kubelet_command(
     paths = node.kubelet
     config = kubelet.kubelet_config(
         address=node.address, port=port, healthz_port=healthz_port, ca_file=ca.cert,
-        serving=serving, network=node.network, cluster=node.cluster,
+        serving=serving, network=node.network, cgroup_root=kubelet.cgroup_root(node.host_key),
         resolv_conf=paths.resolv_conf,
     )  # fmt: skip
     kubelet.write_files(
@@ -214,7 +230,7 @@ def kubelet_command(
         paths, node=node.name, address=node.address,
         runtime_endpoint=node.containerd.endpoint, pause_image=PAUSE_IMAGE,
     )  # fmt: skip
-    return [str(assets / "kubelet"), *args]
+    return mountns.enter(node.mount_namespace, [str(assets / "kubelet"), *args])
 
 
 def stop_pods(node: RealNode) -> int:

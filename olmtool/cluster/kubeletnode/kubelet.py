@@ -7,8 +7,9 @@ admission hold it to its own Node and Pods, as on any kubeadm cluster. It serves
 CA, and authenticates and authorizes callers through the apiserver (webhook), anonymous
 access off.
 
-Pods' cgroups go under ``/olmtool-<cluster>`` in every hierarchy, so two clusters'
-kubelets never manage each other's Pods.
+Pods' cgroups go under ``/olmtool-<network index>`` in every hierarchy (a name the
+network's machine-wide claim makes unique), so two nodes' kubelets never manage each
+other's Pods; their logs are the node's own too (:mod:`.mountns`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ CLUSTER_DOMAIN = "cluster.local"
 
 
 KUBELET_ROOTS = Path("/var/lib/olmtool/kubelet")
-POD_LOGS = Path("/var/log/pods")
 
 
 @dataclass(frozen=True)
@@ -73,21 +73,24 @@ def serving_cert(pki_dir: Path, ca: pki.KeyPair, node: str, address: str) -> pki
     return pki.create_serving_cert(pki_dir, ca, "kubelet-node", hosts=(node,), ips=(address,))
 
 
-def cgroup_root(cluster: str) -> str:
-    return f"/olmtool-{cluster}"
+def cgroup_root(key: str) -> str:
+    """The Pods' parent cgroup of the node whose machine-wide name is ``key``: a kubelet
+    kills what runs in its cgroup root's Pod cgroups that it does not know, so two nodes
+    never share one."""
+    return f"/{key}"
 
 
-def ensure_cgroup_root(cluster: str) -> None:
+def ensure_cgroup_root(key: str) -> None:
     """The Pods' parent cgroup in every v1 hierarchy (the kubelet requires it to exist)."""
     for hierarchy in _hierarchies():
-        (hierarchy / cgroup_root(cluster).lstrip("/")).mkdir(exist_ok=True)
+        (hierarchy / cgroup_root(key).lstrip("/")).mkdir(exist_ok=True)
 
 
-def remove_cgroup_root(cluster: str) -> None:
+def remove_cgroup_root(key: str) -> None:
     """What is left of the cluster's cgroups once its Pods are gone (deepest first: a
     cgroup directory is removed with rmdir, and only when empty)."""
     for hierarchy in _hierarchies():
-        top = hierarchy / cgroup_root(cluster).lstrip("/")
+        top = hierarchy / cgroup_root(key).lstrip("/")
         if not top.is_dir():
             continue
         for directory in sorted((p for p in top.rglob("*") if p.is_dir()), reverse=True):
@@ -115,7 +118,7 @@ def kubelet_config(
     ca_file: Path,
     serving: pki.KeyPair,
     network: ClusterNetwork,
-    cluster: str,
+    cgroup_root: str,
     resolv_conf: Path,
 ) -> dict[str, object]:
     return {
@@ -135,7 +138,7 @@ def kubelet_config(
         "tlsCertFile": str(serving.cert),
         "tlsPrivateKeyFile": str(serving.key),
         "cgroupDriver": "cgroupfs",
-        "cgroupRoot": cgroup_root(cluster),
+        "cgroupRoot": cgroup_root,
         "clusterDomain": CLUSTER_DOMAIN,
         "clusterDNS": [network.dns_ip],
         "resolvConf": str(resolv_conf),
@@ -217,12 +220,7 @@ def unmount_under(root: Path) -> None:
 
 
 def remove_root(root: Path) -> None:
-    """The kubelet's root directory, once nothing is mounted below it, and its Pods'
-    logs: kubelet 1.20 keeps them in ``/var/log/pods/<ns>_<pod>_<uid>`` whatever its
-    root, beside other clusters' (told apart by the Pod UIDs the root lists)."""
-    uids = {entry.name for entry in (root / "pods").glob("*")}
-    for logs in POD_LOGS.glob("*_*_*"):
-        if logs.name.rsplit("_", 1)[-1] in uids:
-            subprocess.run(["rm", "-rf", "--", str(logs)], check=False)
+    """The kubelet's root directory, once nothing is mounted below it (its Pods' logs are
+    in the node's folder, :mod:`.mountns`)."""
     unmount_under(root)
     subprocess.run(["rm", "-rf", "--one-file-system", "--", str(root)], check=False)
