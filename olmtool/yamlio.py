@@ -9,6 +9,7 @@ go through :mod:`olmtool.kyaml`, which reads YAML as Kubernetes does, much faste
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,11 +17,22 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.scalarstring import LiteralScalarString
+from ruamel.yaml.scalarstring import (
+    DoubleQuotedScalarString,
+    LiteralScalarString,
+    SingleQuotedScalarString,
+)
 
 from olmtool import inputlimits
 from olmtool.errors import InputError
 from olmtool.kyaml import parse, read_text  # one rule for reading a YAML file
+from olmtool.yamlscalars import reads_as_string
+
+
+# Characters a string keeps only escaped, in double quotes: C0 and C1 controls but tab and
+# line feed, surrogates, U+FEFF, U+FFFE, U+FFFF, and the line breaks readers fold (NEL,
+# U+2028, U+2029).
+_ESCAPED = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
 
 
 def _dumper() -> YAML:
@@ -32,14 +44,32 @@ def _dumper() -> YAML:
 
 
 def to_plain(value: Any, *, sort_keys: bool = True) -> Any:
-    """Sorted mappings and literal blocks for text that spans lines."""
+    """Sorted mappings, literal blocks for text that spans lines, and quotes on every
+    string Kubernetes' reader would take for something else."""
     if isinstance(value, dict):
         keys = sorted(value) if sort_keys else list(value)
-        return {key: to_plain(value[key], sort_keys=sort_keys) for key in keys}
+        return {_string(key, key=True): to_plain(value[key], sort_keys=sort_keys) for key in keys}
     if isinstance(value, list | tuple):
         return [to_plain(item, sort_keys=sort_keys) for item in value]
-    if isinstance(value, str) and "\n" in value:
-        return LiteralScalarString(value)
+    if isinstance(value, str):
+        return _string(value)
+    return value
+
+
+def _string(value: Any, *, key: bool = False) -> Any:
+    """ruamel writes YAML 1.2, where ``on``, ``off``, ``yes``, ``no``, ``y`` and ``n`` are
+    plain strings; yaml.v2 (kubectl, the apiserver, opm) reads them as booleans, so they,
+    and whatever else it would not read back as the same string, are quoted. Text of
+    several lines is a literal block where one keeps it exactly (ruamel double-quotes the
+    rest, with escapes)."""
+    if not isinstance(value, str) or type(value) is not str:
+        return value  # not text, or a style chosen already
+    if _ESCAPED.search(value):
+        return DoubleQuotedScalarString(value)
+    if "\n" in value:
+        return value if key else LiteralScalarString(value)
+    if not reads_as_string(value):
+        return SingleQuotedScalarString(value)
     return value
 
 

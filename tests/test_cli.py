@@ -171,6 +171,19 @@ def test_generation_is_byte_for_byte_stable(here: Path) -> None:
     assert (here / CRD).read_bytes() == before
 
 
+def test_an_enum_of_yaml_11_booleans_stays_strings_and_validates(here: Path) -> None:
+    # yaml.v2 (the apiserver, kubectl, crd validate) reads a bare on/off as booleans
+    (here / "api.py").write_text(
+        SCHEMA.replace("from typing import Annotated", "from typing import Annotated, Literal")
+        .replace("size: Annotated[int, Field(ge=1)] = 1", 'power: Literal["on", "off"] = "on"')
+    )  # fmt: skip
+    assert not crd_generate().failed
+    text = (here / CRD).read_text()
+    assert "- 'off'\n" in text and "- 'on'\n" in text and "default: 'on'\n" in text
+    checked = crd_validate([here / CRD])
+    assert checked.passed(strict=True), [str(f) for f in checked.findings]
+
+
 def test_orphaned_generated_files_are_removed_but_user_files_kept(here: Path) -> None:
     crds = here / "crds"
     crds.mkdir()

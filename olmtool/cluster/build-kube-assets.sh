@@ -257,6 +257,16 @@ for f in vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go vendor/githu
     ! grep -qF "$ZERO_CHECK" "$SRC/$f" || die "zero-value fix did not apply to $f"
 done
 
+# The kubelet's cAdvisor asks Docker for its root folder 5 times, a second apart, before it
+# falls back to /var/lib/docker: 5 s of every node's start where no Docker runs (ours runs
+# containerd; later cAdvisor releases ask once). Ask none.
+DOCKER_RETRIES='const rootDirRetries = 5'
+f=vendor/github.com/google/cadvisor/container/docker/factory.go
+grep -qF "$DOCKER_RETRIES" "$SRC/$f" || die "docker root retries: pattern not found in $f (the recipe needs updating for this source)"
+log "no Docker root retries in $f"
+sed -i 's/^const rootDirRetries = 5$/const rootDirRetries = 0/' "$SRC/$f"
+! grep -qF "$DOCKER_RETRIES" "$SRC/$f" || die "docker root retries: the change did not apply to $f"
+
 # ------------------------------------------------------------- build
 # Only what OUTPUT_DIR lacks: a control plane already built gains the node's binaries.
 TO_BUILD=()

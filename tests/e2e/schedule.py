@@ -1,7 +1,9 @@
 """How `make test-e2e E2E_WORKERS=2` shares the modules between its workers.
 
 ``--dist loadfile`` keeps a module on one worker (its module fixtures: one OLM engine,
-one etcd operator, on that worker's session cluster). xdist hands out the modules in
+one etcd operator, on that worker's session cluster). (``--dist loadgroup`` with
+``xdist_group`` marks would say more, but pytest 9.2 ignores the node ids xdist 3.8
+rewrites for it, and the groups silently fall apart: pytest-dev/pytest-xdist#1386.) xdist hands out the modules in
 order of their number of tests; this scheduler hands out the longest first instead
 (longest processing time first), so that the last module to start is a short one and the
 two workers end close together. The minutes are serial ones measured on the 2-core

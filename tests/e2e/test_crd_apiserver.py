@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,43 @@ def test_deprecated_version_warns(api: client.ApiClient, etcd_crd: dict[str, Any
 def test_unknown_fields_are_pruned(api: client.ApiClient, etcd_crd: dict[str, Any]) -> None:
     created = create(api, cluster("pruned", replicas=1, colour="blue"))
     assert "colour" not in created["spec"]
+
+
+def test_an_enum_of_on_and_off_reaches_the_apiserver_as_strings(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """kubectl reads YAML with yaml.v2, to which a bare ``on``/``off`` is a boolean: the
+    generated CRD and a resource are applied as YAML text, as a user does."""
+    from typing import Literal
+
+    from olmtool.cluster.assets import find_kubectl
+    from olmtool.crd import CustomResource, Schema, Version
+
+    class SwitchSpec(Schema):
+        power: Literal["on", "off"] = "on"
+
+    switch = CustomResource(
+        group="switch.olmtool.dev", kind="Switch",
+        versions=(Version(name="v1", spec=SwitchSpec, storage=True),),
+    )  # fmt: skip
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(yamlio.dump(switch.manifest()))
+    kubectl = [str(find_kubectl()), f"--kubeconfig={control_plane.kubeconfig}"]
+
+    def run(*args: str) -> str:
+        done = subprocess.run([*kubectl, *args], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    run("apply", "-f", str(crd_file))
+    run("wait", "--for=condition=Established", "--timeout=30s", "crd/switches.switch.olmtool.dev")
+    (tmp_path / "off.yaml").write_text(
+        yamlio.dump({"apiVersion": "switch.olmtool.dev/v1", "kind": "Switch",
+                     "metadata": {"name": "lamp", "namespace": "default"},
+                     "spec": {"power": "off"}})
+    )  # fmt: skip
+    run("apply", "-f", str(tmp_path / "off.yaml"))
+    stored = json.loads(
+        run("get", "switches.switch.olmtool.dev", "lamp", "-n", "default", "-o", "json")
+    )
+    assert stored["spec"] == {"power": "off"}
