@@ -28,7 +28,6 @@ from olmtool.errors import InputError
 from olmtool.kyaml import parse, read_text  # one rule for reading a YAML file
 from olmtool.yamlscalars import reads_as_string
 
-
 # Characters a string keeps only escaped, in double quotes: C0 and C1 controls but tab and
 # line feed, surrogates, U+FEFF, U+FFFE, U+FFFF, and the line breaks readers fold (NEL,
 # U+2028, U+2029).

@@ -30,9 +30,7 @@ scalars = st.one_of(
 )
 documents = st.recursive(
     scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.dictionaries(texts, inner, max_size=4)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(texts, inner, max_size=4)),
     max_leaves=12,
 )
 
