@@ -19,7 +19,7 @@ help:
 	@echo "                and node, and the tests' tools; root or sudo)"
 	@echo "make assets     find or build Kubernetes 1.20 (control plane and node) for the local"
 	@echo "                cluster (cached in ~/.cache/olmtool/assets: instant; a cold build from"
-	@echo "                Debian's source package about 20 min on 2 cores, a line per stage)"
+	@echo "                Debian's source package about 8 min on 2 cores, a line per stage)"
 	@echo "make test       install, lint, assets, generated-file checks, unit then e2e tests"
 	@echo "make test-unit  fast loop: unit tests only"
 	@echo "make test-e2e   tests against real clusters, two workers with a cluster each"

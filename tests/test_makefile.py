@@ -52,5 +52,5 @@ def test_the_editable_install_is_a_plain_path_entry() -> None:
 def test_make_help_says_what_demo_does() -> None:
     text = (REPO / "Makefile").read_text()
     help_text = text[text.index("help:") : text.index("$(STAMP):")]
-    for promise in ("bundle built and validated", "catalog published", "about 20 min"):
+    for promise in ("bundle built and validated", "catalog published", "about 8 min"):
         assert promise in help_text

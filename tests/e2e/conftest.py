@@ -73,7 +73,7 @@ def _build_in_sight(config: pytest.Config) -> Path:
     with suspended:
         print(
             "\nbuilding the Kubernetes control plane for the e2e tests into "
-            f"{default_assets_dir()} (once; about 13 minutes on 2 cores; `make assets` "
+            f"{default_assets_dir()} (once; about 8 minutes on 2 cores; `make assets` "
             "does it before pytest)",
             file=sys.stderr,
             flush=True,
