@@ -22,6 +22,7 @@ from pathlib import Path
 from olmtool import yamlio
 from olmtool.cluster import pki
 from olmtool.cluster.controlplane import write_kubeconfig
+from olmtool.cluster.kubeletnode.mountns import mount_points
 from olmtool.cluster.network import ClusterNetwork
 
 CGROUP_FS = Path("/sys/fs/cgroup")
@@ -208,11 +209,7 @@ def unmount_under(root: Path) -> None:
     """Every mount at or below ``root`` (Pods' secret and projected volumes), deepest first: the
     kubelet unmounts them only for Pods it removes, and ``down`` stops Pods without it."""
     prefix = f"{root}/"
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return
-    points = [line.split()[4] for line in lines if len(line.split()) > 4]
+    points = list(mount_points())
     # the kubelet also bind-mounts its root onto itself (for mount propagation)
     inside = [p for p in points if p.startswith(prefix) or p == str(root)]
     for point in sorted(inside, key=len, reverse=True):

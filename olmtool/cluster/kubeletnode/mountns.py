@@ -93,10 +93,15 @@ def _members(inode: int) -> list[int]:
     return pids
 
 
-def _mount_points() -> dict[str, str]:
-    """Mount point -> filesystem type, from this process's mount table."""
+def mount_points() -> dict[str, str]:
+    """Mount point -> filesystem type, from this process's mount table (empty if
+    unreadable)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return {}
     points = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in lines:
         fields = line.split()
         if " - " in line and len(fields) > 4:
             after = line.split(" - ", 1)[1].split()
@@ -105,7 +110,7 @@ def _mount_points() -> dict[str, str]:
 
 
 def _pinned(pin: Path) -> bool:
-    return _mount_points().get(str(pin)) == "nsfs"
+    return mount_points().get(str(pin)) == "nsfs"
 
 
 def _private_dir(directory: Path) -> None:
@@ -113,7 +118,7 @@ def _private_dir(directory: Path) -> None:
     be pinned there (on a shared mount, as ``/`` is under systemd, the bind would
     propagate to its peers)."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if str(directory) not in _mount_points():
+    if str(directory) not in mount_points():
         _mount(["--bind", str(directory), str(directory)])
     _mount(["--make-private", str(directory)])
 
