@@ -21,6 +21,7 @@ from olmtool.cluster.kubeletnode import (
     prepare_host,
     release_host,
     wait_containerd,
+    wait_kubelet,
 )
 from olmtool.cluster.kubeletnode.containerd import import_layout
 from olmtool.cluster.kubeletnode.kubeproxy import kube_proxy_command
@@ -114,6 +115,9 @@ def start_node(
             f"--kubeconfig={cluster.kubeconfig}", f"--state-dir={state_dir}",
         ]  # fmt: skip
         start("provisioner", argv, state_dir / "provisioner.log")
+    if only in (None, "kubelet"):  # the others start meanwhile
+        alive = cluster.components["kubelet"].alive
+        wait_kubelet(node, ports["kubelet-healthz"], alive, timeout)
     cluster.node = NODE_NAME
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "release_host",
     "stop_pods",
     "wait_containerd",
+    "wait_kubelet",
 ]
 
 NODE_BINARIES = ("kubelet", "kube-proxy", "pause")  # from the asset build (--node)
@@ -188,6 +189,30 @@ def wait_containerd(node: RealNode, alive: Callable[[], bool], timeout: float) -
                 pass
         time.sleep(0.1)
     raise NodeError(f"containerd did not answer within {timeout:.0f}s")
+
+
+def wait_kubelet(
+    node: RealNode, healthz_port: int, alive: Callable[[], bool], timeout: float
+) -> None:
+    """Until the kubelet's healthz says ok (it died: NodeError). It serves healthz only
+    once it is past its start-up, which exits when containerd does not answer: a Node
+    object's Ready condition, stale for 40 s, cannot tell."""
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{healthz_port}/healthz"
+    while time.monotonic() < deadline:
+        if not alive():
+            raise NodeError(f"the kubelet exited; see {node.directory / 'kubelet.log'}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.read().strip() == b"ok":
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.2)
+    raise NodeError(f"the kubelet's healthz did not say ok within {timeout:.0f}s")
 
 
 def load_pause(node: RealNode, assets: Path) -> None:
