@@ -48,7 +48,7 @@ from olmtool.actions.image_build import image_build  # noqa: E402
 from olmtool.actions.upgrade_test import upgrade_test_dynamic  # noqa: E402
 from olmtool.cluster import local  # noqa: E402
 from olmtool.cluster.assets import ensure_assets  # noqa: E402
-from olmtool.cluster.kube import Kube  # noqa: E402
+from olmtool.kube import Kube  # noqa: E402
 from olmtool.olm.upgrade_report import UpgradeReport  # noqa: E402
 from tests.e2e import test_real_olm as real  # noqa: E402
 

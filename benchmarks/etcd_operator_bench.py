@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 from olmtool.actions.image_build import image_build  # noqa: E402
 from olmtool.cluster import local  # noqa: E402
 from olmtool.cluster.assets import ensure_assets  # noqa: E402
-from olmtool.cluster.kube import Kube  # noqa: E402
+from olmtool.kube import Kube  # noqa: E402
 from tests.e2e import etcd_env  # noqa: E402
 from tests.e2e.helpers import service_account_ready, wait_for  # noqa: E402
 

@@ -42,10 +42,12 @@ class _Face(ModuleType):
         return sorted(set(super().__dir__()) | set(self.__dict__.get("_lazy_exports", {})))
 
 
-def lazy_package(name: str, exports: Mapping[str, Iterable[str]]) -> None:
+def lazy_package(name: str, exports: Mapping[str, Iterable[str]]) -> list[str]:
     """Make package ``name`` (call with ``__name__``) import ``exports`` lazily:
-    ``{"olmtool.bundle.model": ("Bundle", "load_bundle"), ...}``."""
+    ``{"olmtool.bundle.model": ("Bundle", "load_bundle"), ...}``; the exported names,
+    sorted, for the package's ``__all__``."""
     module = sys.modules[name]
     table = {export: source for source, names in exports.items() for export in names}
     module.__dict__["_lazy_exports"] = table
     module.__class__ = _Face
+    return sorted(table)

@@ -130,6 +130,11 @@ class ClusterAuthError(ClusterClientError):
     """The apiserver refused the kubeconfig's credentials (401) or the request (403)."""
 
 
+class OlmNotInstalled(ClusterClientError):
+    """The cluster does not serve OLM's API (``operators.coreos.com``): OLM is not
+    installed there."""
+
+
 class ClusterRequestError(ClusterClientError):
     """The apiserver refused a request for another reason; ``status`` is its HTTP code."""
 

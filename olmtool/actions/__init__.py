@@ -17,7 +17,7 @@ Long actions take ``progress``, a callable that receives a line about the curren
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.actions.bundle_build": (
@@ -88,51 +88,3 @@ lazy_package(
         "olmtool.cluster.local": ("ClusterStatus",),  # what cluster_status returns
     },
 )
-
-
-__all__ = [
-    "BaseLockResult",
-    "BundleBuildResult",
-    "BundleImageResult",
-    "BundleReleaseResult",
-    "CatalogGraph",
-    "CatalogPublishResult",
-    "ClusterImagesResult",
-    "ClusterStatus",
-    "CrdGenerateResult",
-    "GraphView",
-    "ImageBuildResult",
-    "ImageLockResult",
-    "ImageTarget",
-    "KubectlCommand",
-    "ProjectInitResult",
-    "ReleaseBuild",
-    "bundle_build",
-    "bundle_checks",
-    "bundle_dir_image",
-    "bundle_release",
-    "bundle_validate",
-    "catalog_add",
-    "catalog_checks",
-    "catalog_graph",
-    "catalog_index",
-    "catalog_publish",
-    "catalog_render",
-    "catalog_serve",
-    "catalog_validate",
-    "cluster_down",
-    "cluster_images",
-    "cluster_kubeconfig",
-    "cluster_kubectl",
-    "cluster_load",
-    "cluster_logs",
-    "cluster_registry",
-    "cluster_status",
-    "cluster_up",
-    "crd_generate",
-    "crd_validate",
-    "image_base_lock",
-    "image_build",
-    "image_lock",
-    "project_init",
-]

@@ -65,7 +65,7 @@ def cluster_logs(
 ) -> str:
     """A Pod's container logs (the only container's when None), as ``kubectl logs``
     reads them: from the node's kubelet, through the apiserver."""
-    from olmtool.cluster.kube import Kube, status_of
+    from olmtool.kube import Kube, status_of
 
     kube = Kube(Path(local.require_cluster(name).kubeconfig))
     try:

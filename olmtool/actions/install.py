@@ -5,7 +5,7 @@
 'etcd-operator.v0.2.0'
 
 Works against any cluster with OLM: ``kubeconfig``, else the local cluster ``name``, else
-``$KUBECONFIG``, else the local cluster ``olmtool`` (:mod:`olmtool.cluster.clients`, which
+``$KUBECONFIG``, else the local cluster ``olmtool`` (:mod:`olmtool.cluster.target`, which
 also makes every failure to reach or use the cluster one line). ``catalog`` is a registry
 address (``host:port``), a catalog image, or a catalog directory: on a local cluster (the
 one the kubeconfig, however chosen, belongs to) a directory is pushed to the cluster's
@@ -15,7 +15,7 @@ CatalogSource is ``<package>-catalog`` in the install namespace.
 
 ``timeout`` bounds the whole install. It fails early where OLM's state cannot clear by
 itself (see :func:`olmtool.olm.follow`), and rides out an apiserver outage of up to
-:data:`~olmtool.cluster.clients.OUTAGE_GRACE` seconds. A failed or interrupted install
+:data:`~olmtool.kube.OUTAGE_GRACE` seconds. A failed or interrupted install
 removes what it created (Subscription, the CSV it brought, OperatorGroup, CatalogSource,
 the namespace), never what was there before, unless ``keep``; the error says which.
 
@@ -30,25 +30,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from olmtool.cluster import local
-from olmtool.cluster.clients import (
-    OUTAGE_GRACE,
-    Target,
-    cluster_errors,
-    connect,
-    describe,
-    local_cluster_of,
-    resolve_target,
-)
+from olmtool.cluster.target import local_cluster_of, resolve_target
 from olmtool.errors import ArgumentError, ClusterUnreachable, OlmtoolError
 from olmtool.images import parse_reference
+from olmtool.kube import OUTAGE_GRACE, Target, cluster_errors, describe
 from olmtool.olm import (
     CatalogSourceUnavailable,
     InstallMode,
     Made,
     SubscriptionSpec,
+    connect_olm,
     csv_names,
     default_channel,
     fetch_config,
@@ -59,6 +53,9 @@ from olmtool.olm import (
 )
 from olmtool.olm import uninstall as remove_operator
 from olmtool.serve import start_server
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 # the registry look-ups before subscribing take at most this share of the timeout
 PROBE_SHARE = 1 / 6
@@ -102,7 +99,7 @@ class InstallResult:
 
 
 def resolve_kubeconfig(kubeconfig: Path | None, name: str | None = None) -> Path:
-    """The kubeconfig a verb uses (see :func:`olmtool.cluster.clients.resolve_target`)."""
+    """The kubeconfig a verb uses (see :func:`olmtool.cluster.target.resolve_target`)."""
     return resolve_target(kubeconfig, name).kubeconfig
 
 
@@ -227,7 +224,7 @@ def install(
         cluster = _registry_cluster(directory, target)
     else:
         kind, source = _catalog_kind(catalog)
-    kube = connect(target, outage_grace=OUTAGE_GRACE, progress=progress)
+    kube = connect_olm(target, outage_grace=OUTAGE_GRACE, progress=progress)
     try:
         if directory is not None:
             kind, source = "image", _push_catalog_dir(directory, package, cluster)
@@ -281,7 +278,7 @@ def install(
 
 
 def _undo(
-    kube: Any,
+    kube: Kube,
     target: Target,
     namespace: str,
     package: str,
@@ -309,6 +306,18 @@ def _undo(
     return note
 
 
+@dataclass
+class UninstallResult:
+    """What ``uninstall`` deleted (``deleted``: ``Kind namespace/name`` lines, in order)."""
+
+    package: str
+    namespace: str
+    deleted: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"package": self.package, "namespace": self.namespace, "deleted": self.deleted}
+
+
 def uninstall(
     package: str,
     *,
@@ -316,16 +325,25 @@ def uninstall(
     delete_crds: bool = False,
     kubeconfig: Path | None = None,
     name: str | None = None,
-) -> list[str]:
+) -> UninstallResult:
     """Remove the Subscription and CSV (CRDs only with ``delete_crds``) from the cluster
     of ``kubeconfig`` or the local cluster ``name`` (see :func:`install`)."""
     target = resolve_target(kubeconfig, name)
-    kube = connect(target)
+    kube = connect_olm(target)
+    namespace = namespace or package
     try:
         with cluster_errors(kube, target):
-            return remove_operator(kube, namespace or package, package, delete_crds=delete_crds)
+            deleted = remove_operator(kube, namespace, package, delete_crds=delete_crds)
     finally:
         kube.close()
+    return UninstallResult(package, namespace, deleted)
 
 
-__all__ = ["InstallInterrupted", "InstallResult", "install", "resolve_kubeconfig", "uninstall"]
+__all__ = [
+    "InstallInterrupted",
+    "InstallResult",
+    "UninstallResult",
+    "install",
+    "resolve_kubeconfig",
+    "uninstall",
+]

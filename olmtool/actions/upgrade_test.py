@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from kubernetes.client.exceptions import ApiException
@@ -47,13 +47,23 @@ from olmtool.actions.catalog_render import catalog_render
 from olmtool.actions.install import _catalog_kind
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import load_catalog_strict
-from olmtool.cluster.clients import OUTAGE_GRACE, cluster_errors, connect, resolve_target
+from olmtool.cluster.target import resolve_target
 from olmtool.errors import ArgumentError, OlmtoolError
-from olmtool.olm import UpgradePlan, fetch_config, is_registry_address, upgrade_plan
+from olmtool.kube import OUTAGE_GRACE, cluster_errors
+from olmtool.olm import (
+    UpgradePlan,
+    connect_olm,
+    fetch_config,
+    is_registry_address,
+    upgrade_plan,
+)
 from olmtool.olm.upgrade_report import UpgradeReport, write_junit
 from olmtool.olm.upgrade_run import EXAMPLES, Probe, UpgradeRun, clean_up, run_upgrade
 from olmtool.serve import start_server
 from olmtool.versions import parse_version, precedence_key
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
@@ -185,7 +195,7 @@ def _provided(config: dc.DeclarativeConfig, package: str) -> set[tuple[str, str]
     }
 
 
-def delete_crds(kube: Any, apis: set[tuple[str, str]], timeout: float = 120.0) -> list[str]:
+def delete_crds(kube: Kube, apis: set[tuple[str, str]], timeout: float = 120.0) -> list[str]:
     """Delete the CRDs serving ``apis`` (every object of theirs goes too) and wait until
     they are gone; their names. Objects still held by a finalizer after half of
     ``timeout`` (their operator is gone) lose their finalizers."""
@@ -212,7 +222,7 @@ def delete_crds(kube: Any, apis: set[tuple[str, str]], timeout: float = 120.0) -
     return names
 
 
-def _release_finalizers(kube: Any, crd: dict[str, Any]) -> None:
+def _release_finalizers(kube: Kube, crd: dict[str, Any]) -> None:
     spec = crd["spec"]
     version = next(v["name"] for v in spec["versions"] if v.get("storage"))
     path = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
@@ -229,7 +239,7 @@ def _release_finalizers(kube: Any, crd: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def _served(catalog: str, kube: Any) -> Iterator[tuple[str, str]]:
+def _served(catalog: str, kube: Kube) -> Iterator[tuple[str, str]]:
     """(address, image) for the CatalogSources; a directory is served for the duration."""
     kind = catalog_kind(catalog)
     if kind == "directory":
@@ -276,9 +286,9 @@ def upgrade_test_dynamic(
     ArgumentError first.
 
     The cluster is ``kubeconfig``'s, else the local cluster ``name``'s (see
-    :func:`olmtool.cluster.clients.resolve_target`); it must answer before anything
+    :func:`olmtool.cluster.target.resolve_target`); it must answer before anything
     starts, its failures are one-line OlmtoolErrors, and an apiserver outage of up to
-    :data:`~olmtool.cluster.clients.OUTAGE_GRACE` seconds is ridden out."""
+    :data:`~olmtool.kube.OUTAGE_GRACE` seconds is ridden out."""
     if examples not in EXAMPLES:
         raise ArgumentError(
             f"{examples!r} is not one of {', '.join(EXAMPLES)}", argument="examples"
@@ -292,7 +302,7 @@ def upgrade_test_dynamic(
     report = UpgradeReport(plan, text)
     started = time.monotonic()
     target = resolve_target(kubeconfig, name)
-    kube = connect(target, outage_grace=OUTAGE_GRACE, progress=say)
+    kube = connect_olm(target, outage_grace=OUTAGE_GRACE, progress=say)
     try:
         with cluster_errors(kube, target), _served(text, kube) as (address, image):
             for number, csv in enumerate(starts, 1):

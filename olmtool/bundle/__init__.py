@@ -13,7 +13,7 @@ releases of a package (``bundle.releases``) resolve to one ``BundleSettings`` ea
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.bundle.build": (
@@ -56,40 +56,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "CHECKS",
-    "INSTALL_MODE_TYPES",
-    "OPTIONAL_SUITES",
-    "TARGET_SUITES",
-    "BuiltBundle",
-    "Bundle",
-    "BundleSettings",
-    "CheckInfo",
-    "RebuildCheck",
-    "ReleaseEdit",
-    "Report",
-    "ResolvedRelease",
-    "Source",
-    "SourceKind",
-    "add_release",
-    "build_bundle",
-    "bundle_directory",
-    "bundle_image",
-    "check_rebuild",
-    "directory_image",
-    "generate_csv",
-    "load_bundle",
-    "looks_like_path",
-    "manifest_file_name",
-    "merge_into_base",
-    "monitoring_crds",
-    "names_registry",
-    "open_bundle",
-    "origin_of",
-    "resolve_source",
-    "select_suites",
-    "unpacked_image",
-    "validate_bundle",
-    "write_bundle",
-]

@@ -13,7 +13,7 @@ blobs, :mod:`~olmtool.catalog.templates` expands basic/semver templates,
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.catalog.choices": (
@@ -74,47 +74,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "CATALOG_SUITES",
-    "CHECKS",
-    "AddResult",
-    "BundlePayload",
-    "CatalogFormat",
-    "CatalogSettings",
-    "ChannelView",
-    "DeclarativeConfig",
-    "EntryView",
-    "Finding",
-    "GraphView",
-    "LoadResult",
-    "OpmCompat",
-    "PackageView",
-    "PublishResult",
-    "Report",
-    "UpgradePath",
-    "add_bundle",
-    "catalog_image",
-    "check_model",
-    "check_rows",
-    "error_tree_lines",
-    "inspect_bundle",
-    "load_catalog",
-    "load_catalog_strict",
-    "load_template",
-    "mermaid",
-    "origin_of",
-    "package_views",
-    "publish",
-    "render",
-    "render_bundle_dir",
-    "render_catalog",
-    "render_config",
-    "render_template",
-    "report",
-    "select_catalog_suites",
-    "upgrade_paths",
-    "validate_catalog",
-    "validate_config",
-    "write_package",
-]

@@ -133,15 +133,23 @@ def uninstall(
     ),
     kubeconfig: Path | None = KubeconfigOption,
     name: str | None = NameOption,
+    output: OutputFormat = OutputOption,
 ) -> None:
     """Remove an operator's Subscription and CSV (CRDs are kept unless --delete-crds).
 
     Examples: olmtool uninstall etcd-operator
 
-    olmtool uninstall etcd-operator --name dev --delete-crds
+    olmtool uninstall etcd-operator --name dev --delete-crds -o json
     """
     check_cluster_flags(kubeconfig, name)
-    for line in _actions().uninstall(
+    result = _actions().uninstall(
         package, namespace=namespace, delete_crds=delete_crds, kubeconfig=kubeconfig, name=name
-    ):
-        stdout.print(f"deleted {escape(line)}")
+    )
+
+    def text() -> None:
+        for line in result.deleted:
+            stdout.print(f"deleted {escape(line)}")
+        if not result.deleted:
+            stdout.print(f"nothing of {escape(package)} in {escape(result.namespace)}")
+
+    emit(result.as_dict(), output, text)

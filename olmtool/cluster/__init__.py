@@ -7,7 +7,7 @@
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.cluster.defaults": ("DEFAULT_NAME", "DEFAULT_REGISTRY_PORT"),
@@ -33,22 +33,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "DEFAULT_NAME",
-    "DEFAULT_REGISTRY_PORT",
-    "AssetsError",
-    "ClusterNetwork",
-    "ControlPlane",
-    "ControlPlaneError",
-    "NetworkError",
-    "build_assets",
-    "build_blocker",
-    "claim_network",
-    "default_assets_dir",
-    "ensure_assets",
-    "find_assets",
-    "find_kubectl",
-    "release_network",
-    "start_apiserver",
-]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from olmtool.cluster.kube import Kube, Streams, status_of, watch_forever
+from olmtool.kube import Kube, Streams, status_of, watch_forever
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import signal
 
-    from olmtool.cluster.kube import Kube
+    from olmtool.kube import Kube
 
     parser = argparse.ArgumentParser(prog="python -m olmtool.cluster.provisioner")
     parser.add_argument("--kubeconfig", type=Path, required=True)

@@ -21,7 +21,7 @@ then ``olmtool crd generate`` (or :func:`generate_crds`) writes the CRD, and
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.crd.apitypes": ("decode_crd",),
@@ -78,44 +78,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "Condition",
-    "CustomResource",
-    "EmbeddedObject",
-    "EmbeddedResource",
-    "Format",
-    "GeneratedFile",
-    "IntOrString",
-    "LintResult",
-    "ListType",
-    "LoadedResource",
-    "MapType",
-    "Marker",
-    "ObjectReport",
-    "PreserveUnknownFields",
-    "PrinterColumn",
-    "Quantity",
-    "RawObject",
-    "Rule",
-    "Scale",
-    "Schema",
-    "SchemaViolation",
-    "Version",
-    "Violation",
-    "check_crd",
-    "check_crd_files",
-    "check_schema",
-    "decode_crd",
-    "generate_crds",
-    "load_resources",
-    "model_to_openapi",
-    "object_markers",
-    "openapi_to_jsonschema",
-    "pluralize",
-    "render_crd",
-    "sync_files",
-    "validate_against",
-    "validate_object",
-    "version_sort_key",
-]

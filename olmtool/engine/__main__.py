@@ -27,8 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     logging.getLogger("urllib3").setLevel(logging.WARNING)
 
-    from olmtool.cluster.kube import Kube
     from olmtool.engine.loop import Engine
+    from olmtool.kube import Kube
 
     engine = Engine(
         Kube(args.kubeconfig),

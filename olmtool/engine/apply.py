@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.engine.objects import JSON, name_of, split_api_version
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 
 class NotServed(LookupError):
@@ -34,7 +37,7 @@ class Discovery:
     """Kind -> REST resource, read from the apiserver's discovery and cached; a miss
     re-reads the group version (a CRD established a moment ago)."""
 
-    def __init__(self, kube: Any) -> None:
+    def __init__(self, kube: Kube) -> None:
         self.kube = kube
         self._cache: dict[tuple[str, str], dict[str, Resource]] = {}
 
@@ -71,7 +74,7 @@ class Discovery:
         }
 
 
-def apply(kube: Any, discovery: Discovery, obj: JSON, namespace: str = "") -> tuple[str, JSON]:
+def apply(kube: Kube, discovery: Discovery, obj: JSON, namespace: str = "") -> tuple[str, JSON]:
     """Create ``obj`` or update the existing one; ("Created" | "Present", the object)."""
     resource = discovery.resource(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     body = copy.deepcopy(obj)

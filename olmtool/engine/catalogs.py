@@ -16,7 +16,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.model import ResolvedCatalog, build_model
@@ -34,6 +34,9 @@ from olmtool.errors import OlmtoolError
 from olmtool.olm import resolver
 from olmtool.olm.source import READY, CatalogSourceUnavailable, fetch_config, fetch_manifests
 from olmtool.olm.source import probe as probe_address
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 GRPC_PORT = 50051
 HEALTH_PROBE = ("grpc_health_probe", f"-addr=:{GRPC_PORT}")
@@ -77,7 +80,7 @@ def parse_duration(text: str) -> float | None:
 class Catalogs:
     """The CatalogSources of the cluster, connected and read."""
 
-    def __init__(self, kube: Any, *, registry: str = "", refresh: float = DEFAULT_REFRESH) -> None:
+    def __init__(self, kube: Kube, *, registry: str = "", refresh: float = DEFAULT_REFRESH) -> None:
         self.kube = kube
         self.registry = registry
         self.refresh = refresh

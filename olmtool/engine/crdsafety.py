@@ -3,17 +3,20 @@ away, and every existing custom resource must stay valid under the new schema.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from olmtool.crd import validate_object
 from olmtool.engine.objects import JSON, name_of
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 
 class UnsafeCRDUpdate(Exception):
     """Updating the CRD would lose data or invalidate existing objects (OLM's message)."""
 
 
-def check_update(kube: Any, existing: JSON, new: JSON) -> None:
+def check_update(kube: Kube, existing: JSON, new: JSON) -> None:
     """Raise UnsafeCRDUpdate with OLM's wording when ``new`` may not replace ``existing``."""
     name = name_of(existing)
     new_versions = {v.get("name") for v in (new.get("spec") or {}).get("versions") or []}

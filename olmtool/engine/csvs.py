@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
@@ -47,6 +47,9 @@ from olmtool.engine.objects import (
 )
 from olmtool.engine.targets import delete_cluster_rbac, sync_copies, sync_rbac
 
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
+
 CSVS = "clusterserviceversions"
 INSTALL_TIMEOUT = 300.0
 
@@ -68,7 +71,7 @@ class World:
 
 
 class ClusterServiceVersions:
-    def __init__(self, kube: Any, discovery: Discovery) -> None:
+    def __init__(self, kube: Kube, discovery: Discovery) -> None:
         self.kube = kube
         self.discovery = discovery
 
@@ -364,7 +367,7 @@ class ClusterServiceVersions:
         return transition
 
 
-def _condition_rbac(kube: Any, csv: JSON, accounts: list[str]) -> None:
+def _condition_rbac(kube: Kube, csv: JSON, accounts: list[str]) -> None:
     """The Role and RoleBinding, named after the CSV, that let its operator update its
     OperatorCondition."""
     namespace, name = namespace_of(csv), name_of(csv)
@@ -397,7 +400,7 @@ def _condition_rbac(kube: Any, csv: JSON, accounts: list[str]) -> None:
                 raise
 
 
-def ensure_operator_condition(kube: Any, csv: JSON) -> None:
+def ensure_operator_condition(kube: Kube, csv: JSON) -> None:
     """The OperatorCondition (v2) named after the CSV, owned by it, and its RBAC."""
     namespace = namespace_of(csv)
     where = path(V2, "operatorconditions", namespace, name_of(csv))

@@ -11,7 +11,7 @@ a changed spec is noticed.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING
 
 from olmtool.engine.objects import (
     JSON,
@@ -23,6 +23,9 @@ from olmtool.engine.objects import (
     owner_reference,
     short_hash,
 )
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 APPS = "/apis/apps/v1"
 
@@ -82,7 +85,7 @@ def desired(csv: JSON, entry: JSON, config: JSON | None = None) -> JSON:
     }
 
 
-def ensure(kube: Any, csv: JSON, entry: JSON, config: JSON | None) -> JSON:
+def ensure(kube: Kube, csv: JSON, entry: JSON, config: JSON | None) -> JSON:
     """Create or update the Deployment when its spec hash or owner differs."""
     body = desired(csv, entry, config)
     namespace, name = namespace_of(csv), str(entry.get("name"))

@@ -7,7 +7,7 @@ Target namespaces are ``spec.targetNamespaces`` when given, else the namespaces 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
@@ -28,6 +28,9 @@ from olmtool.engine.objects import (
     path,
     short_hash,
 )
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 ALL_NAMESPACES = ""
 
@@ -168,7 +171,7 @@ def api_cluster_roles(group: JSON, csvs: list[JSON]) -> list[JSON]:
 _ENSURED: set[str] = set()  # roles written by this process, as hashes of the whole role
 
 
-def _ensure_cluster_role(kube: Any, role: JSON) -> None:
+def _ensure_cluster_role(kube: Kube, role: JSON) -> None:
     key = short_hash(role, 32)
     if key in _ENSURED:
         return
@@ -188,7 +191,7 @@ def _ensure_cluster_role(kube: Any, role: JSON) -> None:
     _ENSURED.add(key)
 
 
-def sync_group(kube: Any, group: JSON, namespaces: list[JSON], csvs: list[JSON]) -> list[str]:
+def sync_group(kube: Kube, group: JSON, namespaces: list[JSON], csvs: list[JSON]) -> list[str]:
     """Write the group's ``status.namespaces`` and ``olm.providedAPIs``; its targets."""
     targets = target_namespaces(group, namespaces)
     namespace = namespace_of(group)
@@ -208,7 +211,7 @@ def sync_group(kube: Any, group: JSON, namespaces: list[JSON], csvs: list[JSON])
     return targets
 
 
-def delete_orphaned_group_roles(kube: Any, groups: list[JSON]) -> list[str]:
+def delete_orphaned_group_roles(kube: Kube, groups: list[JSON]) -> list[str]:
     """Delete the ``<group>-admin|edit|view`` ClusterRoles of OperatorGroups that no longer
     exist (OLM garbage-collects them with their group); the names deleted."""
     alive = {(namespace_of(g), name_of(g)) for g in groups}

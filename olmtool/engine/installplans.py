@@ -16,7 +16,7 @@ execution starts, so the window survives an engine restart, as OLM keeps it), wi
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
@@ -45,6 +45,9 @@ from olmtool.engine.steps import (
     step_object,
 )
 
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
+
 RETRY_SECONDS = 60.0
 
 
@@ -57,7 +60,7 @@ class UnsupportedResource(Exception):
 
 
 class InstallPlans:
-    def __init__(self, kube: Any, discovery: Discovery) -> None:
+    def __init__(self, kube: Kube, discovery: Discovery) -> None:
         self.kube = kube
         self.discovery = discovery
 

@@ -15,7 +15,7 @@ import threading
 import time
 import traceback
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kubernetes
 import urllib3
@@ -40,6 +40,9 @@ from olmtool.engine.objects import (
 )
 from olmtool.engine.subscriptions import Namespace, Subscriptions
 
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
+
 WATCHED = (
     (GROUP, "v1alpha1", "catalogsources"),
     (GROUP, "v1alpha1", "subscriptions"),
@@ -54,7 +57,7 @@ class Engine:
 
     def __init__(
         self,
-        kube: Any,
+        kube: Kube,
         *,
         global_namespace: str = "olm",
         registry: str = "",
@@ -104,7 +107,7 @@ class Engine:
                     raise
 
     def _start_watches(self) -> None:
-        from olmtool.cluster.kube import watch_forever
+        from olmtool.kube import watch_forever
 
         custom = kubernetes.client.CustomObjectsApi(self.kube.api_client)
         apps = kubernetes.client.AppsV1Api(self.kube.api_client)

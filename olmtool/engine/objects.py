@@ -6,9 +6,12 @@ import hashlib
 import json
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 log = logging.getLogger("olmtool.engine")
 
@@ -144,7 +147,7 @@ def split_api_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-def emit_event(kube: Any, obj: JSON, reason: str, message: str, kind: str = "Warning") -> None:
+def emit_event(kube: Kube, obj: JSON, reason: str, message: str, kind: str = "Warning") -> None:
     """A core Event about ``obj`` (best effort: an event that cannot be written is dropped)."""
     stamp = now()
     namespace = namespace_of(obj) or name_of(obj)  # a Namespace's events live in it

@@ -10,13 +10,16 @@ apiserver itself (SubjectAccessReview), so real RBAC decides. The result is the 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import semver
 
 from olmtool.engine.apply import Discovery
 from olmtool.engine.crdsafety import established
 from olmtool.engine.objects import CRDS, JSON, name_of, namespace_of
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
@@ -28,7 +31,7 @@ def _version(text: str) -> semver.Version | None:
         return None
 
 
-def _crd_requirement(kube: Any, description: JSON) -> JSON:
+def _crd_requirement(kube: Kube, description: JSON) -> JSON:
     name = str(description.get("name", ""))
     entry = {
         "group": "apiextensions.k8s.io",
@@ -89,7 +92,7 @@ def _rule_checks(rule: JSON, namespace: str) -> list[JSON]:
     return checks
 
 
-def _allowed(kube: Any, user: str, groups: list[str], check: JSON) -> bool:
+def _allowed(kube: Kube, user: str, groups: list[str], check: JSON) -> bool:
     review = {
         "apiVersion": "authorization.k8s.io/v1",
         "kind": "SubjectAccessReview",
@@ -98,7 +101,9 @@ def _allowed(kube: Any, user: str, groups: list[str], check: JSON) -> bool:
     return bool(kube.create(REVIEWS, review).get("status", {}).get("allowed"))
 
 
-def _account_requirement(kube: Any, csv: JSON, account: str, rules: list[tuple[str, JSON]]) -> JSON:
+def _account_requirement(
+    kube: Kube, csv: JSON, account: str, rules: list[tuple[str, JSON]]
+) -> JSON:
     namespace = namespace_of(csv)
     entry = {"group": "", "version": "v1", "kind": "ServiceAccount", "name": account}
     found = kube.get_or_none(f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}")
@@ -147,7 +152,7 @@ def _account_requirement(kube: Any, csv: JSON, account: str, rules: list[tuple[s
 
 
 def check(
-    kube: Any, discovery: Discovery, csv: JSON, server_version: str
+    kube: Kube, discovery: Discovery, csv: JSON, server_version: str
 ) -> tuple[bool, list[JSON], str]:
     """(all met, requirementStatus, message for the first unmet one)."""
     spec = csv.get("spec") or {}

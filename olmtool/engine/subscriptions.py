@@ -18,7 +18,7 @@ import string
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
@@ -45,6 +45,9 @@ from olmtool.engine.steps import build_steps, dependency_subscription
 from olmtool.errors import OlmtoolError
 from olmtool.olm import resolver
 from olmtool.olm.source import CatalogSourceUnavailable
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 _ALPHABET = string.ascii_lowercase + string.digits
 # after a refused InstallPlan a namespace waits 1 s, 2 s, ... up to this before the next try
@@ -85,7 +88,7 @@ def installed_csvs(csvs: Iterable[JSON]) -> list[resolver.InstalledCSV]:
 
 
 class Subscriptions:
-    def __init__(self, kube: Any, catalogs: Catalogs, global_namespace: str) -> None:
+    def __init__(self, kube: Kube, catalogs: Catalogs, global_namespace: str) -> None:
         self.kube = kube
         self.catalogs = catalogs
         self.global_namespace = global_namespace

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
@@ -31,6 +31,9 @@ from olmtool.engine.objects import (
     path,
 )
 from olmtool.engine.steps import RBAC_GROUP, rbac_name
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 CSVS = "clusterserviceversions"
 
@@ -69,7 +72,7 @@ def copied_status(csv: JSON) -> JSON:
 
 
 def sync_copies(
-    kube: Any, csv: JSON, targets: list[str], all_namespaces: list[str], existing: list[JSON]
+    kube: Kube, csv: JSON, targets: list[str], all_namespaces: list[str], existing: list[JSON]
 ) -> dict[str, JSON]:
     """Copies of ``csv`` in its targets (all namespaces for ``[""]``); stale copies removed.
     Returns the copy per namespace."""
@@ -102,7 +105,7 @@ def sync_copies(
     return copies
 
 
-def _delete(kube: Any, where: str) -> None:
+def _delete(kube: Kube, where: str) -> None:
     try:
         kube.delete(where)
     except ApiException as exc:
@@ -125,7 +128,7 @@ def _binding(kind: str, name: str, role_kind: str, account: str, namespace: str)
     }
 
 
-def sync_rbac(kube: Any, csv: JSON, targets: list[str], copies: dict[str, JSON]) -> None:
+def sync_rbac(kube: Kube, csv: JSON, targets: list[str], copies: dict[str, JSON]) -> None:
     own = namespace_of(csv)
     if targets == [""]:
         _cluster_wide(kube, csv)
@@ -150,7 +153,7 @@ def sync_rbac(kube: Any, csv: JSON, targets: list[str], copies: dict[str, JSON])
                 _ensure(kube, path(RBAC, plural, namespace), obj)
 
 
-def _cluster_wide(kube: Any, csv: JSON) -> None:
+def _cluster_wide(kube: Kube, csv: JSON) -> None:
     own = namespace_of(csv)
     for permission in _permissions(csv):
         account = str(permission.get("serviceAccountName") or "default")
@@ -171,7 +174,7 @@ def _cluster_wide(kube: Any, csv: JSON) -> None:
             _ensure(kube, path(RBAC, plural), obj)
 
 
-def _ensure(kube: Any, collection: str, obj: JSON) -> None:
+def _ensure(kube: Kube, collection: str, obj: JSON) -> None:
     existing = kube.get_or_none(f"{collection}/{name_of(obj)}")
     if existing is None:
         kube.create(collection, obj)
@@ -197,7 +200,7 @@ def _ensure(kube: Any, collection: str, obj: JSON) -> None:
         )
 
 
-def delete_cluster_rbac(kube: Any, csv: JSON) -> None:
+def delete_cluster_rbac(kube: Kube, csv: JSON) -> None:
     """What the finalizer removes: cluster RBAC carrying the CSV's owner labels."""
     labels = owner_labels(csv)
     selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))

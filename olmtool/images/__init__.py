@@ -7,7 +7,7 @@
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.images.build": (
@@ -59,41 +59,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "Blob",
-    "Challenge",
-    "Credentials",
-    "Image",
-    "ImageSettings",
-    "ImageTarget",
-    "LocalRegistry",
-    "LocalRegistryError",
-    "OperatorImage",
-    "PipError",
-    "Reference",
-    "RegistryClient",
-    "RegistryError",
-    "SavedImage",
-    "WheelSource",
-    "assemble_image",
-    "build_image",
-    "build_operator_image",
-    "bundle_tags",
-    "digest_of",
-    "docker_credentials",
-    "expand_image",
-    "find_registry_binary",
-    "is_loopback",
-    "layer_tar",
-    "lock_requirements",
-    "parse_challenges",
-    "parse_reference",
-    "provenance",
-    "pull",
-    "push",
-    "read_oci_layout",
-    "save_image",
-    "start_registry",
-    "write_oci_layout",
-]

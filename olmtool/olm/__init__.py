@@ -5,10 +5,11 @@ on real OLM (see ``docs/architecture.md``)."""
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.olm.crdfiles": ("olm_crds",),
+        "olmtool.olm.discovery": ("OLM_API", "connect_olm", "require_olm"),
         "olmtool.olm.resolver": (
             "CONSTRAINTS_NOT_SATISFIABLE",
             "ERROR_PREVENTED_RESOLUTION",
@@ -49,41 +50,3 @@ lazy_package(
         "olmtool.olm.removal": ("csv_names", "remove_made", "uninstall"),
     },
 )
-
-__all__ = [
-    "CONSTRAINTS_NOT_SATISFIABLE",
-    "ERROR_PREVENTED_RESOLUTION",
-    "GLOBAL_NAMESPACE",
-    "BundlePath",
-    "CatalogSource",
-    "CatalogSourceUnavailable",
-    "Connection",
-    "InstallFailed",
-    "InstallMode",
-    "InstalledCSV",
-    "Made",
-    "PlanProblem",
-    "Resolution",
-    "ResolutionFailed",
-    "ResolvedBundle",
-    "Subscription",
-    "SubscriptionResult",
-    "SubscriptionSpec",
-    "UpgradePlan",
-    "csv_names",
-    "default_channel",
-    "ensure_catalog_source",
-    "ensure_operator_group",
-    "ensure_subscription",
-    "fetch_config",
-    "fetch_manifests",
-    "follow",
-    "is_registry_address",
-    "olm_crds",
-    "probe",
-    "remove_made",
-    "resolve_namespace",
-    "subscribe",
-    "uninstall",
-    "upgrade_plan",
-]

@@ -6,22 +6,25 @@ interrupted install: only what that run created)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.olm.discovery import Discovery
 from olmtool.olm.subscribe import CREATED_BY, JSON, Made, _path, label_selector
 
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
-def csv_names(kube: Any, namespace: str) -> set[str]:
+
+def csv_names(kube: Kube, namespace: str) -> set[str]:
     """The CSVs in ``namespace`` now (what a failed install must not remove)."""
     items = kube.get(_path(namespace, "clusterserviceversions")).get("items", [])
     return {item["metadata"]["name"] for item in items}
 
 
 def remove_made(
-    kube: Any,
+    kube: Kube,
     namespace: str,
     package: str,
     made: list[Made],
@@ -88,7 +91,7 @@ CLUSTER_SCOPED_OWNED = (
 )
 
 
-def _plans_of(kube: Any, namespace: str, package: str) -> list[JSON]:
+def _plans_of(kube: Kube, namespace: str, package: str) -> list[JSON]:
     """The InstallPlans of the Subscription ``package`` (they name it as an owner)."""
     return [
         plan
@@ -127,7 +130,7 @@ def _created_by(plans: list[JSON]) -> list[JSON]:
     return created
 
 
-def _delete_quietly(kube: Any, where: str) -> bool:
+def _delete_quietly(kube: Kube, where: str) -> bool:
     """Delete ``where``; False when it was gone already (GC or OLM was faster)."""
     try:
         kube.delete(where)
@@ -139,7 +142,7 @@ def _delete_quietly(kube: Any, where: str) -> bool:
 
 
 def _delete_created(
-    kube: Any, namespace: str, csv_names: list[str], created: list[JSON]
+    kube: Kube, namespace: str, csv_names: list[str], created: list[JSON]
 ) -> list[str]:
     """Everything the install created that deleting the CSV does not take by itself: what
     its plans created, and cluster-scoped objects with its owner labels."""
@@ -167,7 +170,7 @@ def _delete_created(
     return removed
 
 
-def uninstall(kube: Any, namespace: str, package: str, *, delete_crds: bool = False) -> list[str]:
+def uninstall(kube: Kube, namespace: str, package: str, *, delete_crds: bool = False) -> list[str]:
     """Delete the Subscription and its CSV (and with ``delete_crds`` the CRDs the CSV
     owns), what its InstallPlans created, then the CatalogSource/OperatorGroup ``install``
     created; what went."""

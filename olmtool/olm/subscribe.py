@@ -13,11 +13,14 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.errors import ArgumentError, OlmtoolError
+
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
 
 JSON = dict[str, Any]
 GROUP = "/apis/operators.coreos.com"
@@ -95,7 +98,7 @@ class Made:
         )
 
 
-def _create(kube: Any, collection: str, body: JSON, made: list[Made] | None) -> JSON:
+def _create(kube: Kube, collection: str, body: JSON, made: list[Made] | None) -> JSON:
     """Create ``body`` in ``collection``; recorded in ``made`` once the server has it."""
     created = kube.create(collection, body)
     if made is not None:
@@ -106,7 +109,7 @@ def _create(kube: Any, collection: str, body: JSON, made: list[Made] | None) -> 
 
 
 def ensure_catalog_source(
-    kube: Any,
+    kube: Kube,
     namespace: str,
     name: str,
     address: str = "",
@@ -143,7 +146,7 @@ def ensure_catalog_source(
 
 
 def ensure_operator_group(
-    kube: Any, namespace: str, mode: InstallMode, *, made: list[Made] | None = None
+    kube: Kube, namespace: str, mode: InstallMode, *, made: list[Made] | None = None
 ) -> JSON:
     """The namespace's one OperatorGroup, created for ``mode`` when there is none; an
     existing group that targets other namespaces is an error (OLM allows one group)."""
@@ -202,7 +205,7 @@ class SubscriptionSpec:
 
 
 def ensure_subscription(
-    kube: Any, namespace: str, spec: SubscriptionSpec, *, made: list[Made] | None = None
+    kube: Kube, namespace: str, spec: SubscriptionSpec, *, made: list[Made] | None = None
 ) -> JSON:
     found = kube.get_or_none(_path(namespace, "subscriptions", spec.package))
     if found is not None:
@@ -211,7 +214,7 @@ def ensure_subscription(
 
 
 def subscribe(
-    kube: Any,
+    kube: Kube,
     namespace: str,
     spec: SubscriptionSpec,
     mode: InstallMode,
@@ -276,7 +279,7 @@ def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
 
 
 def follow(
-    kube: Any,
+    kube: Kube,
     namespace: str,
     package: str,
     *,
@@ -318,7 +321,7 @@ def follow(
     )
 
 
-def explain(kube: Any, namespace: str, progress: Progress) -> list[str]:
+def explain(kube: Kube, namespace: str, progress: Progress) -> list[str]:
     """What OLM said so far: the Subscription's true conditions and the namespace's
     recent Warning events (OLM reports resolution trouble as events too)."""
     lines = [
@@ -341,7 +344,7 @@ def explain(kube: Any, namespace: str, progress: Progress) -> list[str]:
     return [*lines, *(said for said in latest[-3:] if said not in lines)]
 
 
-def _refresh(kube: Any, namespace: str, package: str, progress: Progress) -> None:
+def _refresh(kube: Kube, namespace: str, package: str, progress: Progress) -> None:
     progress.subscription = kube.get_or_none(_path(namespace, "subscriptions", package)) or {}
     status = progress.subscription.get("status") or {}
     plan_name = (status.get("installPlanRef") or {}).get("name") or (
@@ -362,7 +365,7 @@ def _refresh(kube: Any, namespace: str, package: str, progress: Progress) -> Non
         _refresh_pulls(kube, namespace, progress)
 
 
-def _refresh_catalog(kube: Any, progress: Progress) -> None:
+def _refresh_catalog(kube: Kube, progress: Progress) -> None:
     spec = progress.subscription.get("spec") or {}
     name, namespace = spec.get("source"), spec.get("sourceNamespace")
     if not name or not namespace:
@@ -379,7 +382,7 @@ def _catalog_state(source: JSON) -> str:
     return str(connection.get("lastObservedState") or "")
 
 
-def _refresh_pulls(kube: Any, namespace: str, progress: Progress) -> None:
+def _refresh_pulls(kube: Kube, namespace: str, progress: Progress) -> None:
     """Note the operator's containers waiting on an image the registry does not have
     (kubelet alternates ErrImagePull, whose message says why, and ImagePullBackOff)."""
     install = (progress.csv.get("spec", {}).get("install") or {}).get("spec") or {}
@@ -409,7 +412,7 @@ def _refresh_pulls(kube: Any, namespace: str, progress: Progress) -> None:
             progress.pulls_failing[key] = (now, message)
 
 
-def _pull_failure(kube: Any, namespace: str, progress: Progress) -> str | None:
+def _pull_failure(kube: Kube, namespace: str, progress: Progress) -> str | None:
     """The pull error of a container that has waited on a missing image for PULL_GRACE,
     in the words of the Pod's latest Failed event (else its waiting message)."""
     now = time.monotonic()
@@ -462,7 +465,7 @@ def _unmet_kube_version(csv: JSON) -> str | None:
     return None
 
 
-def _namespace_resolution_failure(kube: Any, namespace: str) -> str:
+def _namespace_resolution_failure(kube: Kube, namespace: str) -> str:
     """The latest ResolutionFailed event OLM posted on the namespace ("" when none)."""
     selector = (
         f"involvedObject.kind=Namespace,involvedObject.name={namespace},reason=ResolutionFailed"
@@ -475,7 +478,7 @@ def _namespace_resolution_failure(kube: Any, namespace: str) -> str:
     return str(events[-1].get("message") or "").strip().rstrip(",") if events else ""
 
 
-def _failure(progress: Progress, kube: Any = None, namespace: str = "") -> str | None:
+def _failure(progress: Progress, kube: Kube = None, namespace: str = "") -> str | None:
     catalog = _catalog_failure(progress)
     if catalog:
         return catalog
@@ -504,7 +507,7 @@ def _failure(progress: Progress, kube: Any = None, namespace: str = "") -> str |
     return None
 
 
-def _approve_if_wanted(kube: Any, namespace: str, progress: Progress, target_csv: str) -> None:
+def _approve_if_wanted(kube: Kube, namespace: str, progress: Progress, target_csv: str) -> None:
     plan = progress.install_plan
     if (plan.get("status") or {}).get("phase") != "RequiresApproval" or plan.get("spec", {}).get(
         "approved"

@@ -30,7 +30,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
@@ -44,6 +44,9 @@ from olmtool.olm.subscribe import (
     subscribe,
 )
 
+if TYPE_CHECKING:
+    from olmtool.kube import Kube
+
 JSON = dict[str, Any]
 OPERATORS = "/apis/operators.coreos.com/v1alpha1"
 READY_PHASES = ("Running", "Ready", "Succeeded", "Available", "Healthy")
@@ -55,9 +58,9 @@ EXAMPLES = ("ready", "create", "none")
 class Probe(Protocol):
     """Data an operator package checks across upgrades (e.g. keys in its etcd)."""
 
-    def write(self, kube: Any, namespace: str, resources: list[JSON]) -> None: ...
+    def write(self, kube: Kube, namespace: str, resources: list[JSON]) -> None: ...
 
-    def check(self, kube: Any, namespace: str, resources: list[JSON]) -> None: ...
+    def check(self, kube: Kube, namespace: str, resources: list[JSON]) -> None: ...
 
 
 @dataclass
@@ -154,7 +157,7 @@ def _wait(check: Callable[[], bool], timeout: float, what: str) -> None:
     raise InstallFailed(f"timed out after {timeout:g}s waiting for {what}")
 
 
-def _pending_upgrade(kube: Any, namespace: str, current: str) -> JSON | None:
+def _pending_upgrade(kube: Kube, namespace: str, current: str) -> JSON | None:
     plans = kube.get(f"{OPERATORS}/namespaces/{namespace}/installplans").get("items", [])
     for plan in plans:
         names = plan.get("spec", {}).get("clusterServiceVersionNames") or []
@@ -165,7 +168,7 @@ def _pending_upgrade(kube: Any, namespace: str, current: str) -> JSON | None:
 
 
 def run_upgrade(
-    kube: Any,
+    kube: Kube,
     *,
     catalog_address: str = "",
     catalog_image: str = "",
@@ -230,7 +233,7 @@ def run_upgrade(
 
 
 def _hop(
-    kube: Any,
+    kube: Kube,
     run: UpgradeRun,
     namespace: str,
     resources: list[JSON],
@@ -273,7 +276,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _probe(
-    probe: Probe | None, step: str, kube: Any, namespace: str, resources: list[JSON]
+    probe: Probe | None, step: str, kube: Kube, namespace: str, resources: list[JSON]
 ) -> None:
     """Run the probe's ``write`` or ``check``; any error of it fails the run."""
     if probe is None:
@@ -286,7 +289,7 @@ def _probe(
         raise AssertionError(f"probe {step} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _deployments_ready(kube: Any, csv: JSON, namespace: str) -> bool:
+def _deployments_ready(kube: Kube, csv: JSON, namespace: str) -> bool:
     """Every Deployment of the CSV's install strategy exists, is owned by this CSV
     (OLM's ``olm.owner`` label) and has all its replicas updated and available."""
     name = csv.get("metadata", {}).get("name", "")
@@ -307,7 +310,7 @@ def _deployments_ready(kube: Any, csv: JSON, namespace: str) -> bool:
     return True
 
 
-def _situation(kube: Any, namespace: str, package: str) -> str:
+def _situation(kube: Kube, namespace: str, package: str) -> str:
     """The Subscription's state and the namespace's InstallPlans, for a failure message."""
     sub = kube.get_or_none(f"{OPERATORS}/namespaces/{namespace}/subscriptions/{package}") or {}
     status = sub.get("status") or {}
@@ -333,7 +336,7 @@ def _plan_failure(plan: dict[str, Any]) -> str:
 
 
 def _create_examples(
-    kube: Any, csv: JSON, namespace: str, timeout: float, created: list[str], *, wait: bool = True
+    kube: Kube, csv: JSON, namespace: str, timeout: float, created: list[str], *, wait: bool = True
 ) -> list[JSON]:
     """Create the CSV's alm-examples, each at its kind's scope (an existing one is left
     alone, and not recorded in ``created``); with ``wait``, until each is Ready."""
@@ -361,7 +364,7 @@ def _create_examples(
     return resources
 
 
-def clean_up(kube: Any, run: UpgradeRun, timeout: float = 120.0) -> bool:
+def clean_up(kube: Kube, run: UpgradeRun, timeout: float = 120.0) -> bool:
     """Delete the run's examples (each at the path, and so the scope, it was created
     at: a cluster-scoped one is not deleted with the namespace), waiting (up to
     ``timeout``) while the operator still runs to process their finalizers, then its

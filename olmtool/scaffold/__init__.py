@@ -12,7 +12,7 @@ is pure, so the same names always give the same bytes. Writing is the action's j
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.scaffold.defaults": (
@@ -38,21 +38,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "DEFAULT_API_VERSION",
-    "DEFAULT_CHANNEL",
-    "DEFAULT_IMAGE",
-    "DEFAULT_INSTALL_MODES",
-    "DEFAULT_VERSION",
-    "PROJECT_FILE",
-    "ProjectNames",
-    "bundle_dir",
-    "check_group",
-    "check_kind",
-    "check_package",
-    "next_steps",
-    "project_names",
-    "render_project",
-    "sample_file",
-]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.serve.index": (
@@ -37,14 +37,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "CatalogIndex",
-    "InvalidCatalogError",
-    "NotFoundError",
-    "PortUnavailable",
-    "RunningServer",
-    "ServerLimits",
-    "build_index",
-    "start_server",
-]

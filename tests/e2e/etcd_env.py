@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from olmtool import yamlio
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from tests.e2e.helpers import JSON, established, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from olmtool.cluster import local
 from olmtool.cluster.controlplane import ControlPlane
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 
 T = TypeVar("T")
 JSON = dict[str, Any]

@@ -32,7 +32,7 @@ import olmtool
 from olmtool import yamlio
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from olmtool.ports import free_port
 from olmtool.serve import RunningServer, start_server
 from tests.e2e import test_real_olm as real

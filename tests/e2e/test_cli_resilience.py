@@ -23,7 +23,7 @@ import pytest
 
 from olmtool.actions import cluster_down, cluster_up
 from olmtool.cluster import local
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from olmtool.ports import free_port
 from olmtool.serve import start_server
 from tests.e2e import etcd_env

@@ -31,7 +31,7 @@ import pytest
 
 from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cluster_up
 from olmtool.cluster import ClusterNetwork, local
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from olmtool.cluster.network import default_claims_dir
 from olmtool.errors import InputError
 from olmtool.images import Credentials, ImageTarget, RegistryError, pull, push, save_image

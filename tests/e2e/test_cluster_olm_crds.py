@@ -8,6 +8,9 @@ the apiserver answers and waited for last, so they should add well under a secon
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from olmtool.cluster.olmcrds import CRDS, Api, established
 from olmtool.olm.crdfiles import olm_crds
 from tests.catalog.test_cli_validate import cli
 
+CATALOG = Path(__file__).resolve().parents[2] / "catalog"
 NAMES = sorted(crd["metadata"]["name"] for crd in olm_crds())
 
 
@@ -74,5 +78,27 @@ def test_no_olm_installs_none(
         assert _api(cluster).request("GET", CRDS)["items"] == []
         status = cli("cluster", "status", "--name", "bare", "-o", "json")
         assert json.loads(status.stdout)["olmCRDs"] == []
+        _client_verbs_say_olm_is_missing(cluster)
     finally:
         local.down("bare", delete=True)
+
+
+def _client_verbs_say_olm_is_missing(cluster: local.Cluster) -> None:
+    """``install``, ``uninstall`` and ``test upgrade`` on a cluster without OLM's CRDs:
+    one line that says so, exit 1, nothing created."""
+    verbs = [
+        ["install", "etcd-operator", "--catalog", "127.0.0.1:1", "--timeout", "20"],
+        ["uninstall", "etcd-operator"],
+        ["test", "upgrade", "--catalog", str(CATALOG), "--package", "etcd-operator", "--from",
+         "0.2.0", "--timeout", "20"],
+    ]  # fmt: skip
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "400"}
+    for verb in verbs:
+        args = [sys.executable, "-m", "olmtool", *verb, "--kubeconfig", cluster.kubeconfig]
+        run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+        lines = run.stderr.strip().splitlines()
+        assert run.returncode == 1, (verb, run.stderr)
+        assert len(lines) == 1 and lines[0].startswith("error: OLM is not installed"), lines
+        assert cluster.server in lines[0] and "Traceback" not in run.stderr
+    namespaces = _api(cluster).request("GET", "/api/v1/namespaces")["items"]
+    assert "etcd-operator" not in [n["metadata"]["name"] for n in namespaces]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from tests.e2e import etcd_env
 from tests.e2e.etcd_env import (
     Installed,

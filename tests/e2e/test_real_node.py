@@ -20,7 +20,7 @@ import pytest
 
 from olmtool.cluster import local
 from olmtool.cluster.assets import find_kubectl
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from olmtool.cluster.kubeletnode import RealNode, dns_hosts_file
 from olmtool.cluster.kubeletnode.containerd import ContainerdPaths
 from olmtool.cluster.network import ClusterNetwork

@@ -42,7 +42,7 @@ import pytest
 from olmtool import yamlio
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from olmtool.cluster.network import ClusterNetwork
 from olmtool.olm.crdfiles import olm_crds
 from olmtool.ports import free_port

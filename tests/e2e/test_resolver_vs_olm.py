@@ -21,7 +21,7 @@ import pytest
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties
 from olmtool.catalog.model import build_model
-from olmtool.cluster.kube import Kube
+from olmtool.kube import Kube
 from olmtool.olm.resolver import CatalogSource, Subscription, resolve_namespace
 from olmtool.ports import free_port
 from tests.e2e import test_real_olm as real

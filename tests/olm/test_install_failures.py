@@ -441,7 +441,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> FakeKube:
     kube = FakeKube()
     kube.on_create = _unmet
     monkeypatch.setattr(action, "resolve_target", lambda *_: action.Target(tmp_path / "kc"))
-    monkeypatch.setattr(action, "connect", lambda *_, **__: kube)
+    monkeypatch.setattr(action, "connect_olm", lambda *_, **__: kube)
     return kube
 
 

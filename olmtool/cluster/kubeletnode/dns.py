@@ -48,7 +48,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from olmtool.cluster.kube import Kube, Streams, watch_forever
 from olmtool.cluster.kubeletnode import hostnet
 from olmtool.cluster.kubeletnode.dnsrecords import HEADER, Objects, hosts_text, valid_ip
 from olmtool.cluster.kubeletnode.dnsservice import (
@@ -57,6 +56,7 @@ from olmtool.cluster.kubeletnode.dnsservice import (
 )
 from olmtool.cluster.kubeletnode.kubelet import CLUSTER_DOMAIN
 from olmtool.cluster.network import ClusterNetwork
+from olmtool.kube import Kube, Streams, watch_forever
 
 # a fixed name: run with ``-m`` the module is ``__main__``
 log = logging.getLogger("olmtool.cluster.kubeletnode.dns")

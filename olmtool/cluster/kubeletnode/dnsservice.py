@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from olmtool.cluster.kube import Kube, status_of
 from olmtool.cluster.kubeletnode.dnsrecords import as_dict, as_list
 from olmtool.cluster.network import ClusterNetwork
+from olmtool.kube import Kube, status_of
 
 log = logging.getLogger("olmtool.cluster.kubeletnode.dns")
 JSON = dict[str, Any]

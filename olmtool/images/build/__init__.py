@@ -8,7 +8,7 @@
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.images.build.compose": (
@@ -29,18 +29,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "ImageSettings",
-    "LayerInfo",
-    "OperatorImage",
-    "PipError",
-    "Provenance",
-    "WheelSource",
-    "build_operator_image",
-    "bundle_tags",
-    "cache_dir",
-    "lock_requirements",
-    "merge_env",
-    "provenance",
-]

@@ -15,7 +15,7 @@ where the catalog goes are the caller's (:mod:`olmtool.catalog.publish`).
 
 from olmtool._lazy import lazy_package
 
-lazy_package(
+__all__ = lazy_package(
     __name__,
     {
         "olmtool.images.catalogimage.build": (
@@ -33,17 +33,3 @@ lazy_package(
         ),
     },
 )
-
-__all__ = [
-    "PROBE_PATH",
-    "PROBE_SCRIPT",
-    "PYTHON",
-    "SERVE_REQUIREMENTS",
-    "ImageLayer",
-    "StackedImage",
-    "configs_on_base",
-    "olmtool_files",
-    "runtime_pins",
-    "serving_image",
-    "site_packages_tar",
-]

@@ -6,7 +6,7 @@ import json
 import threading
 from typing import Any
 
-from olmtool.cluster.kube import Streams, watch_forever
+from olmtool.kube import Streams, watch_forever
 
 
 class FakeResponse:

@@ -24,8 +24,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.cli import main
-from olmtool.cluster import clients
-from olmtool.cluster.kube import Kube, connection_problem
+from olmtool.cluster.target import resolve_target
 from olmtool.errors import (
     ArgumentError,
     ClusterAuthError,
@@ -33,9 +32,10 @@ from olmtool.errors import (
     ClusterUnreachable,
     KubeconfigError,
 )
+from olmtool.kube import Kube, Target, check_kubeconfig, cluster_errors, connect, connection_problem
 from olmtool.ports import free_port
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CATALOG = REPO / "catalog"
 
 VERSION = {"major": "1", "minor": "20", "gitVersion": "v1.20.2"}
@@ -286,13 +286,13 @@ def test_kubeconfig_problems_name_the_file(tmp_path: Path, text: str, words: str
     path = tmp_path / "kc.yaml"
     path.write_text(text)
     with pytest.raises(KubeconfigError) as caught:
-        clients.check_kubeconfig(clients.Target(path))
+        check_kubeconfig(Target(path))
     assert str(path) in str(caught.value) and words in str(caught.value)
 
 
 def test_a_directory_is_not_a_kubeconfig(tmp_path: Path) -> None:
     with pytest.raises(KubeconfigError, match="is not a file"):
-        clients.check_kubeconfig(clients.Target(tmp_path))
+        check_kubeconfig(Target(tmp_path))
 
 
 def test_a_kubeconfig_the_client_cannot_load_is_a_kubeconfig_error(tmp_path: Path) -> None:
@@ -301,7 +301,7 @@ def test_a_kubeconfig_the_client_cannot_load_is_a_kubeconfig_error(tmp_path: Pat
     data["clusters"][0]["cluster"]["certificate-authority"] = str(tmp_path / "no-ca.crt")
     path.write_text(json.dumps(data))
     with pytest.raises(KubeconfigError, match="cannot be used"):
-        clients.connect(clients.Target(path))
+        connect(Target(path))
 
 
 # -- which kubeconfig --------------------------------------------------------------------
@@ -330,15 +330,15 @@ def test_the_kubeconfig_is_chosen_flag_then_name_then_environment_then_default(
     default = _local_cluster(no_local_clusters, "olmtool")
     dev = _local_cluster(no_local_clusters, "dev")
     given = tmp_path / "given.yaml"
-    assert clients.resolve_target().kubeconfig == default
-    assert clients.resolve_target().origin == "local cluster olmtool"
+    assert resolve_target().kubeconfig == default
+    assert resolve_target().origin == "local cluster olmtool"
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{dev}")
-    assert clients.resolve_target().kubeconfig == dev  # the first file that exists
-    assert clients.resolve_target().origin == "$KUBECONFIG"
-    assert clients.resolve_target(name="olmtool").kubeconfig == default  # --name first
-    assert clients.resolve_target(given).kubeconfig == given
+    assert resolve_target().kubeconfig == dev  # the first file that exists
+    assert resolve_target().origin == "$KUBECONFIG"
+    assert resolve_target(name="olmtool").kubeconfig == default  # --name first
+    assert resolve_target(given).kubeconfig == given
     with pytest.raises(ArgumentError) as caught:
-        clients.resolve_target(given, "dev")
+        resolve_target(given, "dev")
     assert caught.value.argument == "name"
 
 
@@ -352,18 +352,18 @@ def test_the_environments_kubeconfig_decides_the_local_cluster_a_catalog_goes_to
     _local_cluster(no_local_clusters, "olmtool", registry="127.0.0.1:5001")
     dev = _local_cluster(no_local_clusters, "dev", registry="127.0.0.1:5002")
     monkeypatch.setenv("KUBECONFIG", str(dev))
-    assert _registry_cluster(CATALOG, clients.resolve_target()).name == "dev"
-    assert _registry_cluster(CATALOG, clients.resolve_target(name="olmtool")).name == "olmtool"
+    assert _registry_cluster(CATALOG, resolve_target()).name == "dev"
+    assert _registry_cluster(CATALOG, resolve_target(name="olmtool")).name == "olmtool"
     other = kubeconfig(tmp_path / "other.yaml", "https://10.0.0.1:6443")
     with pytest.raises(ArgumentError, match="is not a local cluster's"):
-        _registry_cluster(CATALOG, clients.resolve_target(other))
+        _registry_cluster(CATALOG, resolve_target(other))
 
 
 def test_no_kubeconfig_and_no_cluster_says_what_was_looked_for(no_local_clusters: Path) -> None:
     with pytest.raises(KubeconfigError, match=r"\$KUBECONFIG is not set.*cluster up"):
-        clients.resolve_target()
+        resolve_target()
     with pytest.raises(Exception, match="cluster up --name dev"):
-        clients.resolve_target(name="dev")
+        resolve_target(name="dev")
 
 
 # -- error mapping -----------------------------------------------------------------------
@@ -373,12 +373,12 @@ def test_forbidden_carries_the_apiservers_message(tmp_path: Path) -> None:
     said = 'namespaces "x" is forbidden: User "bob" cannot get resource "namespaces"'
     with apiserver() as api:
         config = kubeconfig(tmp_path / "kc.yaml", api.url)
-        kube = clients.connect(clients.Target(config))
+        kube = connect(Target(config))
         api.answers.append((403, status(403, "Forbidden", said)))
-        with pytest.raises(ClusterAuthError) as caught, clients.cluster_errors(kube):
+        with pytest.raises(ClusterAuthError) as caught, cluster_errors(kube):
             kube.get("/api/v1/namespaces/x")
         api.answers.append((422, status(422, "Invalid", "spec.x: Invalid value")))
-        with pytest.raises(ClusterRequestError) as refused, clients.cluster_errors(kube):
+        with pytest.raises(ClusterRequestError) as refused, cluster_errors(kube):
             kube.create("/api/v1/namespaces", {"metadata": {"name": "x"}})
         kube.close()
     assert str(caught.value) == f"apiserver {api.url} forbids it (403 Forbidden): {said}"
@@ -388,8 +388,8 @@ def test_forbidden_carries_the_apiservers_message(tmp_path: Path) -> None:
 
 def test_other_errors_pass_through_the_mapping(tmp_path: Path) -> None:
     with apiserver() as api:
-        kube = clients.connect(clients.Target(kubeconfig(tmp_path / "kc.yaml", api.url)))
-    with pytest.raises(ZeroDivisionError), clients.cluster_errors(kube):
+        kube = connect(Target(kubeconfig(tmp_path / "kc.yaml", api.url)))
+    with pytest.raises(ZeroDivisionError), cluster_errors(kube):
         raise ZeroDivisionError
     kube.close()
 
@@ -530,7 +530,7 @@ def test_connect_checks_the_server_once_then_rides_out_outages(tmp_path: Path) -
     with apiserver() as api:
         config = kubeconfig(tmp_path / "kc.yaml", api.url)
         lines: list[str] = []
-        kube = clients.connect(clients.Target(config), outage_grace=30, progress=lines.append)
+        kube = connect(Target(config), outage_grace=30, progress=lines.append)
         assert api.requests == [("GET", "/version")]
         assert kube.outage_grace == 30 and kube.on_outage is not None
         kube.close()
