@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from olmtool import kyaml
 from olmtool.bundle import BundleSettings
@@ -45,10 +45,62 @@ from olmtool.errors import (
     setting_problems,
 )
 from olmtool.images import ImageSettings
-from olmtool.waivers import ValidateSettings, Waiver
+from olmtool.waivers import Waiver, split_waiver, unknown_check_problem
 
 CONFIG_NAME = "olmtool.yaml"
 MAX_PROBLEMS = 20  # past this, "... and N more": the first ones are what to fix first
+
+
+def known_checks() -> set[str]:
+    """Every check id of ``bundle validate`` and ``catalog validate``."""
+    from olmtool.bundle import CHECKS as BUNDLE_CHECKS
+    from olmtool.catalog import CHECKS as CATALOG_CHECKS
+
+    return set(BUNDLE_CHECKS) | set(CATALOG_CHECKS)
+
+
+class WaiverSetting(BaseModel):
+    """One ``validate.ignore`` entry: a mapping, or ``"CHECK[:FILE]=REASON"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    check: str
+    reason: str
+    file: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        if isinstance(data, str):
+            check, file, reason = split_waiver(data)
+            return {"check": check, "file": file, "reason": reason}
+        return data
+
+    @field_validator("check")
+    @classmethod
+    def _known(cls, check: str) -> str:
+        problem = unknown_check_problem(check.strip(), known_checks())
+        if problem:
+            raise ValueError(problem)
+        return check.strip()
+
+    @field_validator("reason")
+    @classmethod
+    def _given(cls, reason: str) -> str:
+        if not reason.strip():
+            raise ValueError("a waiver in olmtool.yaml needs a reason (say why it is accepted)")
+        return reason.strip()
+
+    def waiver(self, source: str) -> Waiver:
+        return Waiver(self.check, self.reason, self.file.strip(), source)
+
+
+class ValidateSettings(BaseModel):
+    """The ``validate:`` section of ``olmtool.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ignore: list[WaiverSetting] = []
 
 
 class _Section(BaseModel):

@@ -13,6 +13,7 @@ from olmtool.cli import bundle, catalog, cluster, crd, image, project_init, test
 from olmtool.cli import install as install_cli
 from olmtool.cli.output import EXIT_INTERNAL_ERROR, error, error_line, exit_code
 from olmtool.errors import OlmtoolError
+from olmtool.images import Credentials, add_credential_source
 
 app = typer.Typer(
     name="olmtool",
@@ -61,11 +62,19 @@ def _root(
 ISSUES = "https://github.com/olmtool/olmtool/issues"
 
 
+def _local_cluster_login(registry: str) -> Credentials | None:
+    """A running local cluster's registry login (its module is imported on first push)."""
+    from olmtool.cluster.registryauth import registry_credentials
+
+    return registry_credentials(registry)
+
+
 def main() -> None:
     """Console entry point: user errors become one line on stderr (one per problem) and
     exit code 1, or 2 for a usage error (as the parser's own); any other exception is a
     bug in olmtool: its traceback, a line saying where to report it, and exit code 3, so
     that CI tells a crash from a verdict."""
+    add_credential_source(_local_cluster_login)  # the registry client knows no cluster
     try:
         app()
     except OlmtoolError as exc:

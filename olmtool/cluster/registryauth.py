@@ -10,8 +10,9 @@ pulls, pushes and deletes are refused. The password is random, made at the first
   folder, or ``REGISTRY_AUTH_FILE`` (podman, skopeo) at the file. ``cluster status``
   shows its path.
 
-olmtool finds them on its own: :func:`cluster_login` is what the registry client
-(:mod:`olmtool.images.distribution`) uses for a loopback registry, so ``--push`` to the
+olmtool finds them on its own: :func:`registry_credentials` is the registry client's
+credential source for a loopback registry (:func:`olmtool.images.add_credential_source`,
+added when this module is imported, as the CLI does at start), so ``--push`` to the
 local cluster's registry, the node's pulls (containerd's CRI config) and the OLM engine's
 all authenticate without set-up. The login is that of the *running* cluster whose registry has the port:
 a stopped cluster's state keeps its recorded registry address (``down`` without
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from olmtool.cluster.defaults import STATE_FILE, clusters_root
 from olmtool.errors import OlmtoolError
+from olmtool.images import Credentials, add_credential_source
 
 USERNAME = "olmtool"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
@@ -195,6 +197,18 @@ def cluster_registry_credentials(registry: str, root: Path | None = None) -> Reg
     """The login of :func:`cluster_login` (the running cluster serving ``registry``)."""
     found = cluster_login(registry, root)
     return found.login if found else None
+
+
+def registry_credentials(registry: str) -> Credentials | None:
+    """The registry client's credential source (:func:`olmtool.images.add_credential_source`)
+    for local clusters' registries."""
+    found = cluster_login(registry)
+    if found is None:
+        return None
+    return Credentials(found.login.username, found.login.password, found.source)
+
+
+add_credential_source(registry_credentials)  # wherever clusters are used, pushes log in
 
 
 def _alive(process: object) -> bool:

@@ -38,8 +38,8 @@ def push_standins(
 ) -> list[str]:
     """Build (or find cached) every stand-in and push it with the registry's ``login``;
     the upstream references."""
+    from olmtool.images import Credentials, push
     from olmtool.images.debian import RECIPES, build_recipe
-    from olmtool.images.distribution import Credentials, push
 
     auth = Credentials(login.username, login.password) if login else None
 

@@ -20,12 +20,16 @@ __all__ = lazy_package(
             "lock_requirements",
             "provenance",
         ),
+        "olmtool.images.credentials": (
+            "CredentialSource",
+            "Credentials",
+            "add_credential_source",
+            "docker_credentials",
+        ),
         "olmtool.images.distribution": (
             "Challenge",
-            "Credentials",
             "RegistryClient",
             "RegistryError",
-            "docker_credentials",
             "parse_challenges",
             "pull",
             "push",

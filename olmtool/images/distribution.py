@@ -13,15 +13,12 @@ challenges are both answered. A refusal with 401 names the login sent and its so
 from __future__ import annotations
 
 import base64
-import binascii
-import json
 import os
 import re
 import socket
 import ssl
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -30,6 +27,7 @@ import httpx
 
 from olmtool import __version__
 from olmtool.errors import InputError, OlmtoolError
+from olmtool.images.credentials import Credentials, auth_file, default_credentials
 from olmtool.images.image import (
     DOCKER_MANIFEST,
     DOCKER_MANIFEST_LIST,
@@ -42,31 +40,18 @@ from olmtool.images.image import (
     parse_manifest,
     select_platform,
 )
-from olmtool.images.reference import DOCKER_HUB, Reference, is_loopback, parse_reference
+from olmtool.images.reference import Reference, is_loopback, parse_reference
 
 Progress = Callable[[int, int], None]
 """Called with ``(done_bytes, total_bytes)`` after each blob is transferred or skipped."""
 
 CA_ENV = "OLMTOOL_REGISTRY_CA"
 MANIFEST_ACCEPT = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_MANIFEST_LIST))
-_DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "registry-1.docker.io")
 _CHALLENGE_PART = re.compile(r'\s*([\w.-]+)(?:\s*=\s*("(?:[^"\\]|\\.)*"|[^,\s]*))?\s*,?')
 
 
 class RegistryError(OlmtoolError):
     """A registry refused a request, could not be reached, or served inconsistent data."""
-
-
-@dataclass(frozen=True)
-class Credentials:
-    username: str
-    password: str = field(repr=False)
-    # where they were found, for a 401's message ("" = given as the auth argument)
-    source: str = field(default="", compare=False, repr=False)
-
-    def describe(self) -> str:
-        """``user 'u', login of local cluster 'x' from /path/config.json``."""
-        return f"user {self.username!r}, {self.source or 'login given as the auth argument'}"
 
 
 @dataclass(frozen=True)
@@ -153,52 +138,6 @@ def parse_challenges(header: str) -> list[Challenge]:
                 value = re.sub(r"\\(.)", r"\1", value[1:-1])
             parsed[-1][1][name.lower()] = value
     return [Challenge(scheme, params) for scheme, params in parsed]
-
-
-def docker_credentials(registry: str, repository: str = "") -> Credentials | None:
-    """Credentials for ``registry`` from the docker/podman config file, if it has any.
-
-    The file is ``$REGISTRY_AUTH_FILE``, else ``$DOCKER_CONFIG/config.json``, else
-    ``~/.docker/config.json``; credential helpers are not consulted.
-    """
-    path = auth_file()
-    if not path.is_file():
-        return None
-    try:
-        config = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read registry credentials: {exc}", path=path) from None
-    auths = config.get("auths") if isinstance(config, dict) else None
-    if not isinstance(auths, dict):
-        return None
-    for key in _auth_keys(registry, repository):
-        entry = auths.get(key)
-        if isinstance(entry, dict) and (credentials := _decode_auth(entry, key, path)):
-            return credentials
-    return None
-
-
-def default_credentials(registry: str, repository: str = "") -> Credentials | None:
-    """For a loopback registry that a running local cluster serves, that cluster's login
-    (``olmtool cluster up`` writes it to its state: :mod:`olmtool.cluster.registryauth`);
-    its htpasswd holds no other, so a login the docker config keeps for the address (a
-    stopped cluster's, say, once exported as ``REGISTRY_AUTH_FILE``) cannot work there.
-    Else the docker/podman config's credentials for ``registry``."""
-    if is_loopback(registry):
-        from olmtool.cluster.registryauth import cluster_login
-
-        found = cluster_login(registry)
-        if found is not None:
-            return Credentials(found.login.username, found.login.password, found.source)
-    return docker_credentials(registry, repository)
-
-
-def auth_file() -> Path:
-    if explicit := os.environ.get("REGISTRY_AUTH_FILE"):
-        return Path(explicit)
-    if config_dir := os.environ.get("DOCKER_CONFIG"):
-        return Path(config_dir) / "config.json"
-    return Path.home() / ".docker" / "config.json"
 
 
 class RegistryClient:
@@ -507,33 +446,3 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(current))
         yield current
         current = current.__cause__ or current.__context__
-
-
-def _auth_keys(registry: str, repository: str) -> Iterator[str]:
-    """Config keys that may hold ``registry``'s credentials, most specific first."""
-    parts = repository.split("/") if repository else []
-    for end in range(len(parts), 0, -1):
-        yield f"{registry}/{'/'.join(parts[:end])}"
-    yield registry
-    for prefix in ("https://", "http://"):
-        yield f"{prefix}{registry}"
-        yield f"{prefix}{registry}/v1/"
-        yield f"{prefix}{registry}/v2/"
-    if registry == DOCKER_HUB:
-        yield from _DOCKER_HUB_KEYS
-
-
-def _decode_auth(entry: Mapping[str, Any], key: str, path: Path) -> Credentials | None:
-    source = f"login from {path} (auths[{key!r}])"
-    if entry.get("username") and entry.get("password"):
-        return Credentials(str(entry["username"]), str(entry["password"]), source)
-    encoded = entry.get("auth")
-    if not encoded:
-        return None
-    try:
-        username, colon, password = base64.b64decode(encoded).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError, TypeError):
-        colon = ""
-    if not colon:
-        raise InputError(f"auths[{key!r}].auth is not base64 of user:password", path=path)
-    return Credentials(username, password, source)
