@@ -34,7 +34,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import BundleSettings
 from olmtool.catalog import CatalogSettings
 from olmtool.errors import (
@@ -129,7 +129,7 @@ class Project:
     settings: Settings
     root: Path
     file: Path
-    source: kyaml.YamlFile | None = field(default=None, repr=False, compare=False)
+    source: yamlread.YamlFile | None = field(default=None, repr=False, compare=False)
 
     def path(self, relative: str) -> Path:
         return self.root / relative
@@ -167,13 +167,13 @@ def load_project(config: Path | None = None) -> Project:
         raise ProjectNotFound(
             f"no {CONFIG_NAME} in this directory or its parents (olmtool init writes one)"
         )
-    return parse_project(kyaml.read_text(path), path)
+    return parse_project(yamlread.read_text(path), path)
 
 
 def parse_project(text: str, path: Path) -> Project:
     """The project file's ``text`` validated as if read from ``path`` (which ``bundle
     release`` checks before it writes)."""
-    source = kyaml.parse(text, path=path, single=True)  # as Kubernetes reads YAML
+    source = yamlread.parse(text, path=path, single=True)  # as Kubernetes reads YAML
     data = source.documents[0] if source.documents else None
     if data is None:
         data = {}
@@ -186,7 +186,7 @@ def parse_project(text: str, path: Path) -> Project:
     return Project(settings=settings, root=path.parent, file=path, source=source)
 
 
-def settings_error(exc: ValidationError, source: kyaml.YamlFile, path: Path) -> InputError:
+def settings_error(exc: ValidationError, source: yamlread.YamlFile, path: Path) -> InputError:
     """Every problem pydantic found, a line each in file order: an unknown key (with the
     key it is probably a typo of) next to the required key it left missing."""
     problems: dict[tuple[int, str], InputError] = {}

@@ -210,7 +210,7 @@ _SETTING_MESSAGES = {"extra_forbidden": "unknown key", "missing": "required key 
 
 def setting_problem(error: Mapping[str, Any]) -> tuple[str, str]:
     """A pydantic error (one entry of ``ValidationError.errors()``) as the key's path
-    (``a.b[0].c``, the notation :func:`olmtool.kyaml.YamlFile.line_at` reads) and a
+    (``a.b[0].c``, the notation :func:`olmtool.yamlread.YamlFile.line_at` reads) and a
     message; a :class:`SettingError`'s own field is appended to where it was raised."""
     path = ""
     cause = (error.get("ctx") or {}).get("error")

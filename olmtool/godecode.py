@@ -7,7 +7,7 @@ wrong JSON type (a string where a list belongs) fails there with ``json: cannot 
 string into Go struct field ClusterServiceVersionSpec.spec.keywords of type []string``, and
 Go leaves the field at its zero value.
 
-:func:`decode` walks plain data (what :mod:`olmtool.kyaml` loads) along a :class:`GoType`
+:func:`decode` walks plain data (what :mod:`olmtool.yamlread` loads) along a :class:`GoType`
 and returns both: every problem, with its field path in the apiserver's notation
 (``spec.versions[0].schema.openAPIV3Schema.properties[spec].type``), and the value as Go
 holds it afterwards (wrong types and nulls dropped from structs, zero values in lists and

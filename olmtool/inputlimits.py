@@ -19,7 +19,7 @@ Catalogs and bundles come from anywhere, so every loader (catalog, bundle, templ
 - **Size**: a text of at most :data:`MAX_TEXT_CHARS` characters (files are bounded when
   read, by :mod:`olmtool.safefiles`).
 
-Big numbers are data, as in Go: see :mod:`olmtool.kyaml` (YAML) and
+Big numbers are data, as in Go: see :mod:`olmtool.yamlread` (YAML) and
 :mod:`olmtool.catalog.load` (JSON).
 """
 
@@ -39,7 +39,7 @@ MAX_TEXT_CHARS = 256 * 1024 * 1024
 _ALIAS_LOW = 400_000
 _ALIAS_HIGH = 4_000_000
 
-# Python frames per nesting level of the deepest recursive reader (kyaml's builder with
+# Python frames per nesting level of the deepest recursive reader (yamlread's builder with
 # alias accounting), plus the caller's stack. Python >= 3.11 runs Python-to-Python calls
 # without using the C stack, so a higher limit costs nothing there.
 RECURSION_ROOM = 4 * MAX_DEPTH + 1000

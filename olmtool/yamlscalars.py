@@ -1,7 +1,7 @@
 """yaml.v2's scalars as sigs.k8s.io/yaml hands them to JSON: the resolve table, Go's
 ParseInt/ParseFloat ranges and spellings, explicit tags, JSON keys and Go's float text.
 
-The half of :mod:`olmtool.kyaml` that is pure string logic (no parser): kyaml's builder
+The half of :mod:`olmtool.yamlread` that is pure string logic (no parser): yamlread's builder
 resolves every plain scalar through :func:`plain_scalar`.
 """
 

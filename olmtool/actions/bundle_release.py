@@ -18,8 +18,8 @@ from olmtool.bundle import BundleSettings, ResolvedRelease, add_release
 from olmtool.config import parse_project
 from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.fsutil import write_atomic
-from olmtool.kyaml import read_text
 from olmtool.versions import Range, parse_range, parse_version, precedence_key
+from olmtool.yamlread import read_text
 
 AUTO, NONE = "auto", "none"
 

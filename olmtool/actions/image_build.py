@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.actions._project import project_section
 from olmtool.config import Project
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
@@ -260,6 +260,6 @@ def _save(
 
 def _line(project: Project, field: str) -> int | None:
     try:
-        return kyaml.read(project.file).line_at(0, field)
+        return yamlread.read(project.file).line_at(0, field)
     except OlmtoolError:
         return None

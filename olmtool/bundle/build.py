@@ -14,7 +14,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from olmtool import kyaml, yamlio
+from olmtool import yamlread, yamlwrite
 from olmtool.bundle import format as fmt
 from olmtool.bundle.csv import generate_csv, merge_into_base
 from olmtool.bundle.dependencies import metadata_files
@@ -57,7 +57,7 @@ class Source:
     document: Any
     file: Path
     line: int | None
-    parsed: kyaml.YamlFile | None = field(default=None, repr=False)
+    parsed: yamlread.YamlFile | None = field(default=None, repr=False)
     index: int = 0  # which of the file's documents
 
     def line_at(self, path: str) -> int | None:
@@ -137,7 +137,7 @@ def build_bundle(
     bundle.labels = labels
     bundle.waived = refusals.waived
     manifests = bundle.files
-    manifests[f"manifests/{settings.package}.clusterserviceversion.yaml"] = yamlio.dump_document(
+    manifests[f"manifests/{settings.package}.clusterserviceversion.yaml"] = yamlwrite.dump_document(
         csv, header=header
     )
     for source in [*crds, *extras]:
@@ -148,11 +148,11 @@ def build_bundle(
                 path=source.file,
                 line=source.line,
             )
-        manifests[name] = yamlio.dump(source.document)
-    manifests[fmt.ANNOTATIONS_FILE] = yamlio.dump({"annotations": labels}, sort_keys=False)
+        manifests[name] = yamlwrite.dump(source.document)
+    manifests[fmt.ANNOTATIONS_FILE] = yamlwrite.dump({"annotations": labels}, sort_keys=False)
     manifests[fmt.DOCKERFILE] = fmt.dockerfile(labels, settings.scorecard)
     if settings.scorecard:
-        manifests[fmt.SCORECARD_CONFIG] = yamlio.dump(scorecard_config(), sort_keys=False)
+        manifests[fmt.SCORECARD_CONFIG] = yamlwrite.dump(scorecard_config(), sort_keys=False)
     manifests.update(metadata_files(settings.dependencies, settings.properties))
     _carry_over(bundle)
     return bundle
@@ -282,7 +282,7 @@ def _manifest_paths(directory: Path) -> Iterator[Path]:
 
 def _documents(paths: Sequence[Path]) -> Iterator[Source]:
     for path in paths:
-        parsed = kyaml.read(path)  # data as Kubernetes reads it; lines only on a problem
+        parsed = yamlread.read(path)  # data as Kubernetes reads it; lines only on a problem
         for index, document in enumerate(parsed.documents):
             if not isinstance(document, dict):
                 raise InputError("expected a Kubernetes object (a mapping)", path=path)
@@ -320,7 +320,7 @@ def _check_examples(examples: Sequence[Source], crds: Sequence[Any], refusals: _
 
 
 def _read_base(path: Path) -> CommentedMap:
-    document = yamlio.load(path)
+    document = yamlwrite.load(path)
     if not isinstance(document, CommentedMap) or document.get("kind") != fmt.CSV_KIND:
         raise InputError(f"a base CSV must be a {fmt.CSV_KIND} document", path=path, line=1)
     return document

@@ -15,7 +15,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.bundle.comments import anchor_comments, restore_trailing
 from olmtool.bundle.format import CSV_API_VERSION, CSV_KIND
 from olmtool.bundle.settings import INSTALL_MODE_TYPES, BundleSettings, Deployment, OwnedApi
@@ -76,7 +76,7 @@ def generate_csv(
     if csv.labels:
         metadata["labels"] = csv.labels
     document = {"apiVersion": CSV_API_VERSION, "kind": CSV_KIND, "metadata": metadata, "spec": spec}
-    return yamlio.to_plain(document)
+    return yamlwrite.to_plain(document)
 
 
 def owned_crds(crds: Sequence[dict[str, Any]], owned: dict[str, OwnedApi]) -> list[dict[str, Any]]:

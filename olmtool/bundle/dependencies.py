@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.bundle.sectionbase import Section, VersionRange, fail_at
 
 DEPENDENCIES_FILE = "metadata/dependencies.yaml"
@@ -219,12 +219,12 @@ def metadata_files(
     have entries), in the order given."""
     files: dict[str, str] = {}
     if dependencies:
-        files[DEPENDENCIES_FILE] = yamlio.dump(
+        files[DEPENDENCIES_FILE] = yamlwrite.dump(
             {"dependencies": [d.as_entry() for d in dependencies]},
             header=FILE_HEADER.format(section="dependencies"),
         )
     if properties:
-        files[PROPERTIES_FILE] = yamlio.dump(
+        files[PROPERTIES_FILE] = yamlwrite.dump(
             {"properties": [p.as_entry() for p in properties]},
             header=FILE_HEADER.format(section="properties"),
         )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.bundle.dependencies import DEPENDENCIES_FILE, GENERATED_MARK, PROPERTIES_FILE
 from olmtool.errors import InputError
@@ -95,7 +95,7 @@ def _refuse_competitor(relative: str, text: str, files: dict[str, str], path: Pa
 def _declares(text: str, key: str) -> bool:
     """opm's reading: a mapping whose ``key`` (any case) is a non-empty list of items."""
     try:
-        documents = kyaml.load_all(text)
+        documents = yamlread.load_all(text)
     except InputError:
         return False  # opm skips what does not parse
     document: Any = documents[0] if documents else None

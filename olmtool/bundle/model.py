@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.errors import InputError, display_path
 from olmtool.findings import Finding as BaseFinding
@@ -48,7 +48,7 @@ class Object:
     document: Any
     file: str  # relative to the bundle root, e.g. "manifests/foo.yaml"
     bundle: Bundle
-    source: kyaml.YamlFile | None = field(default=None, repr=False)
+    source: yamlread.YamlFile | None = field(default=None, repr=False)
     index: int = 0  # which of the file's documents
 
     @property
@@ -114,7 +114,7 @@ class Bundle:
     objects: list[Object] = field(default_factory=list)
     annotations: dict[str, Any] | None = None
     annotations_document: Any = None  # plain data; lines from annotations_source
-    annotations_source: kyaml.YamlFile | None = None
+    annotations_source: yamlread.YamlFile | None = None
     image_labels: dict[str, str] | None = None
     problems: list[Finding] = field(default_factory=list)
     # what the loader saw besides the files it read: real directories (never symlinks)
@@ -277,8 +277,8 @@ def _load_manifest(bundle: Bundle, relative: str) -> None:
         bundle.objects.append(Object(document, relative, bundle, source, index))
 
 
-def _parse(data: bytes, *, errors: str = "strict") -> kyaml.YamlFile:
-    return kyaml.parse(data.decode("utf-8", errors=errors))
+def _parse(data: bytes, *, errors: str = "strict") -> yamlread.YamlFile:
+    return yamlread.parse(data.decode("utf-8", errors=errors))
 
 
 def _kind(value: Any) -> str:
@@ -287,7 +287,7 @@ def _kind(value: Any) -> str:
     )
 
 
-def _duplicate_keys(bundle: Bundle, relative: str, source: kyaml.YamlFile) -> None:
+def _duplicate_keys(bundle: Bundle, relative: str, source: yamlread.YamlFile) -> None:
     """Go's yaml.v2 keeps the last of repeated keys; different values lose data silently."""
     for duplicate in source.duplicates:
         if not duplicate.same:
@@ -331,4 +331,4 @@ def _load_annotations(bundle: Bundle) -> None:
     bundle.annotations_document = document
     bundle.annotations_source = source
     # map[string]string in Go: scalars as sigs.k8s.io/yaml writes them (true -> "true")
-    bundle.annotations = {k: kyaml.go_string(v) for k, v in annotations.items()}
+    bundle.annotations = {k: yamlread.go_string(v) for k, v in annotations.items()}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import kubeschemas
 from olmtool.bundle.csvtypes import decode_csv
 from olmtool.crd import SchemaViolation, validate_against
@@ -57,7 +57,7 @@ class SchemaProblem:
 def csv_schema() -> dict[str, Any]:
     """The v1alpha1 schema of OLM's ClusterServiceVersion CRD (one object per process, so
     its compiled validator is cached)."""
-    crd = kyaml.load((resources.files("olmtool.olm") / "crds" / CSV_CRD_FILE).read_text("utf-8"))
+    crd = yamlread.load((resources.files("olmtool.olm") / "crds" / CSV_CRD_FILE).read_text("utf-8"))
     (version,) = crd["spec"]["versions"]
     return version["schema"]["openAPIV3Schema"]
 

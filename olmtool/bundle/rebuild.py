@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.bundle.build import BuiltBundle
 from olmtool.bundle.releases import ResolvedRelease
@@ -63,7 +63,7 @@ def _is_crd(text: str | None) -> bool:
     if not text or fmt.CRD_KIND not in text:
         return False
     try:
-        documents = kyaml.parse(text).documents
+        documents = yamlread.parse(text).documents
     except InputError:
         return False
     return any(isinstance(d, dict) and d.get("kind") == fmt.CRD_KIND for d in documents)

@@ -1,6 +1,6 @@
 """Adding a release to ``olmtool.yaml`` (``bundle release``) without touching the rest.
 
-The file is read round-trip (:func:`olmtool.yamlio.loads`) only to find where things are;
+The file is read round-trip (:func:`olmtool.yamlwrite.loads`) only to find where things are;
 the edit is made on the text, line by line, so every other byte stays as written: comments,
 blank lines, quoting, flow or block style, indentation.
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.errors import InputError
 
 EDGE_KEYS = ("replaces", "skips", "skipRange")
@@ -51,7 +51,7 @@ class _Splice:
 def add_release(text: str, entry: dict[str, Any], *, path: Path) -> ReleaseEdit:
     """``text`` with ``entry`` (plain data, keys in the order to write) appended to
     ``bundle.releases``."""
-    document = yamlio.loads(text, path=path)
+    document = yamlwrite.loads(text, path=path)
     bundle = document.get("bundle") if isinstance(document, CommentedMap) else None
     if not isinstance(bundle, CommentedMap):
         raise InputError("has no bundle section", path=path)
@@ -105,7 +105,7 @@ def _convert(
     csv = bundle.get("csv")
     for key in EDGE_KEYS:
         if isinstance(csv, CommentedMap) and key in csv:
-            first[key] = yamlio.plain(csv[key])
+            first[key] = yamlwrite.plain(csv[key])
             splices.append(_remove_key(lines, csv, key, path))
     image = _image_splice(lines, bundle.get("deployment"), str(version))
     if image:
@@ -140,7 +140,7 @@ def _image_splice(lines: list[str], deployment: Any, version: str) -> _Splice | 
     line, col = deployment.lc.value("image")
     text = lines[line]
     end = _scalar_end(text, col)
-    if end is None or yamlio.plain(yamlio.loads(f"x: {text[col:end]}\n"))["x"] != image:
+    if end is None or yamlwrite.plain(yamlwrite.loads(f"x: {text[col:end]}\n"))["x"] != image:
         return None  # a multi-line or oddly quoted value: leave it as written
     pattern = image.removesuffix(version) + "{version}"
     return _Splice(line, line + 1, [f'{text[:col]}"{pattern}"{text[end:]}'])
@@ -201,7 +201,7 @@ def _entry_lines(entries: list[dict[str, Any]], dash_col: int) -> list[str]:
                 value.fa.set_flow_style()
             item[key] = value
         items.append(item)
-    text = yamlio.dump_document(items)
+    text = yamlwrite.dump_document(items)
     rendered = text.splitlines(keepends=True)
     margin = min(len(line) - len(line.lstrip(" ")) for line in rendered if line.strip())
     return [" " * dash_col + line[margin:] if line.strip() else line for line in rendered]

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, field_validator, model_validator
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import admission
 from olmtool.bundle.admission import (
     FailurePolicy,
@@ -320,6 +320,6 @@ def apply_webhooks(
 
 def _line(config: Path, path: str) -> int | None:
     try:
-        return kyaml.read(config, single=True).line_at(0, path)
+        return yamlread.read(config, single=True).line_at(0, path)
     except (InputError, OSError):
         return None

@@ -26,7 +26,7 @@ from typing import Any
 
 import pathspec
 
-from olmtool import inputlimits, kyaml
+from olmtool import inputlimits, yamlread
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
 from olmtool.errors import InputError, display_path
@@ -309,7 +309,7 @@ def _parse_yaml_stream(text: str, file: str) -> tuple[list[RawBlob], list[Findin
     """YAML documents as opm reads them (sigs.k8s.io/yaml: duplicate keys, last wins)."""
     blobs: list[RawBlob] = []
     try:
-        for line, data in kyaml.iter_documents(text, path=file):
+        for line, data in yamlread.iter_documents(text, path=file):
             if data is None:
                 continue
             if not isinstance(data, dict):

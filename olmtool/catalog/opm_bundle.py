@@ -21,7 +21,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import Bundle as BundleFiles
 from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
@@ -342,7 +342,7 @@ def _metadata_documents(files: BundleFiles) -> Iterator[tuple[Any, str | None]]:
             continue
         try:
             text = files.files[relative].decode("utf-8")
-            documents = kyaml.load_all(text)
+            documents = yamlread.load_all(text)
         except (InputError, UnicodeDecodeError):
             continue
         if documents:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import gojson, load
 from olmtool.errors import InputError, display_path
@@ -59,7 +59,7 @@ def object_text(data: bytes) -> str:
     text = data.decode("utf-8", errors="replace")
     if text.lstrip(_GO_SPACE).startswith("{"):
         return text
-    return gojson.marshal(kyaml.load(text), unstructured=False)
+    return gojson.marshal(yamlread.load(text), unstructured=False)
 
 
 def may_differ(text: str, has_float: bool, start: int = 0, end: int | None = None) -> bool:

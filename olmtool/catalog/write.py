@@ -11,42 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from olmtool import kyaml
+from olmtool import yamlwrite
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.choices import CatalogFormat
 from olmtool.fsutil import TreeDiff, diff_tree, remove_stale, write_tree
 
 GLOBAL_DIR = "__global"
-
-
-class _Dumper(yaml.CSafeDumper):
-    """YAML 1.1 output with multi-line strings as literal blocks (as go-yaml writes them)."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    if style is None and value and not kyaml.reads_as_string(value):
-        # YAML 1.1 as yaml.v2 reads it: "y", "0o755", "1e5" would not come back as
-        # strings, and PyYAML's own resolver does not know it; go-yaml double-quotes.
-        style = '"'
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-_NO_WRAP = 1 << 30
-
-
-def to_yaml(blob: dict) -> str:
-    return yaml.dump(
-        blob,
-        Dumper=_Dumper,
-        sort_keys=True,
-        default_flow_style=False,
-        allow_unicode=True,
-        width=_NO_WRAP,
-    )
 
 
 def render_config(
@@ -63,7 +33,7 @@ def render_config(
         documents = dc.blobs(config, raw=raw_values)
         return "".join(dc.to_json(blob) + "\n" for blob in documents)
     documents = dc.blobs(config)
-    return "".join("---\n" + to_yaml(blob) for blob in documents)
+    return "".join("---\n" + yamlwrite.dump_as_go(blob) for blob in documents)
 
 
 def render_catalog(

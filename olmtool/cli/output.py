@@ -72,9 +72,9 @@ def emit(data: Any, fmt: OutputFormat, text: Callable[[], None]) -> None:
     if fmt is OutputFormat.json:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     elif fmt is OutputFormat.yaml:
-        from olmtool import yamlio  # ruamel.yaml: only for YAML output
+        from olmtool import yamlwrite  # ruamel.yaml: only for YAML output
 
-        sys.stdout.write(yamlio.dump(data))
+        sys.stdout.write(yamlwrite.dump(data))
     else:
         text()
 

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.cluster import pki
 from olmtool.cluster.network import ClusterNetwork
 from olmtool.cluster.planecerts import (
@@ -446,7 +446,7 @@ def write_kubeconfig(
         "contexts": [{"name": name, "context": {"cluster": name, "user": "admin"}}],
         "current-context": name,
     }
-    pki.write_private(path, yamlio.dump(config, sort_keys=False).encode())
+    pki.write_private(path, yamlwrite.dump(config, sort_keys=False).encode())
 
 
 def _spawn(binary: Path, args: list[str], log: Path) -> subprocess.Popen[bytes]:

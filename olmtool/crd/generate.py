@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.crd.resource import CustomResource
 from olmtool.crd.structural import check_crd, errors
 from olmtool.errors import InputError, OlmtoolError, SchemaError
@@ -87,7 +87,7 @@ def render_crd(loaded: LoadedResource) -> GeneratedFile:
         )
     header = f"{GENERATED_MARK} from {loaded.source}. DO NOT EDIT."
     name = f"{resource.group}_{resource.plural_name}.yaml"
-    return GeneratedFile(name, yamlio.dump(manifest, header=header))
+    return GeneratedFile(name, yamlwrite.dump(manifest, header=header))
 
 
 def generate_crds(resources: Sequence[LoadedResource]) -> list[GeneratedFile]:

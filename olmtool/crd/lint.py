@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.crd.structural import check_crd
 from olmtool.errors import InputError, display_path
 from olmtool.findings import Finding as BaseFinding
@@ -45,7 +45,7 @@ def check_crd_files(paths: Sequence[Path]) -> LintResult:
     result = LintResult()
     for file, explicit in _manifest_files(paths):
         where = display_path(file)
-        source = kyaml.read(file)
+        source = yamlread.read(file)
         crds = [
             (index, d)
             for index, d in enumerate(source.documents)

@@ -21,7 +21,7 @@ from types import TracebackType
 
 import httpx
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.errors import OlmtoolError
 from olmtool.ports import LOOPBACK, free_port
 
@@ -137,7 +137,7 @@ def _launch(
     timeout: float,
 ) -> LocalRegistry:
     config = state_dir / "config.yml"
-    config.write_text(yamlio.dump(registry_config(state_dir, port, htpasswd, tls)))
+    config.write_text(yamlwrite.dump(registry_config(state_dir, port, htpasswd, tls)))
     config.chmod(0o600)  # it holds the upload-state secret
     log = state_dir / "registry.log"
     with log.open("ab") as out:

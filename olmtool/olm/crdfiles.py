@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 
 if TYPE_CHECKING:
     from olmtool.crd import GeneratedFile, LoadedResource
@@ -59,7 +59,7 @@ def _packaged_texts() -> tuple[str, ...]:
 
 def olm_crds() -> list[dict[str, Any]]:
     """The packaged CRD manifests (fresh dicts each call), in CRD-name order."""
-    return [kyaml.load(text) for text in _packaged_texts()]
+    return [yamlread.load(text) for text in _packaged_texts()]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.scaffold import templates
 from olmtool.scaffold.names import ProjectNames
 
@@ -83,6 +83,6 @@ def _repository(image: str) -> str:
 
 def _scalar(text: str) -> str:
     """``text`` as a YAML scalar that reads back as this string."""
-    if _PLAIN.match(text) and kyaml.reads_as_string(text):
+    if _PLAIN.match(text) and yamlread.reads_as_string(text):
         return text
     return json.dumps(text)

@@ -28,7 +28,7 @@ import json
 import re
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import gojson, opmtext
 from olmtool.errors import InputError
@@ -53,7 +53,7 @@ def is_csv(text: str) -> bool:
     if obj is not None and not _yaml_trouble(text):
         return isinstance(obj, dict) and obj.get("kind") == CSV_KIND  # YAML reads it alike
     try:
-        obj = kyaml.load(text)
+        obj = yamlread.load(text)
     except (InputError, ValueError):
         return False
     return isinstance(obj, dict) and obj.get("kind") == CSV_KIND

@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.bundle import build_bundle, merge_into_base
 from olmtool.config import load_project
 
@@ -28,8 +28,8 @@ def test_merged_csv_keeps_comments_on_their_entries(project: Path) -> None:
 
 
 def _merged(base: str, generated: dict) -> list[str]:
-    document = merge_into_base(yamlio.loads(base), yamlio.to_plain(generated))
-    return yamlio.dump_document(document).splitlines()
+    document = merge_into_base(yamlwrite.loads(base), yamlwrite.to_plain(generated))
+    return yamlwrite.dump_document(document).splitlines()
 
 
 def _above(lines: list[str], comment: str) -> str:

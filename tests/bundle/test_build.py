@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import fsutil, yamlio
+from olmtool import fsutil, yamlwrite
 from olmtool.actions import bundle_build
 from olmtool.bundle import build_bundle, write_bundle
 from olmtool.bundle.model import load_bundle
@@ -49,7 +49,7 @@ def test_layout_annotations_and_dockerfile_agree(project: Path) -> None:
         "metadata/annotations.yaml",
         "tests/scorecard/config.yaml",
     ]
-    annotations = yamlio.loads(bundle.files["metadata/annotations.yaml"])["annotations"]
+    annotations = yamlwrite.loads(bundle.files["metadata/annotations.yaml"])["annotations"]
     assert annotations["operators.operatorframework.io.bundle.channels.v1"] == "stable,fast"
     assert annotations["operators.operatorframework.io.bundle.channel.default.v1"] == "stable"
     assert annotations == bundle.labels
@@ -59,7 +59,7 @@ def test_layout_annotations_and_dockerfile_agree(project: Path) -> None:
 
 
 def test_generated_csv_fields(project: Path) -> None:
-    csv = yamlio.plain(yamlio.loads(_build(project).files[CSV]))
+    csv = yamlwrite.plain(yamlwrite.loads(_build(project).files[CSV]))
     spec = csv["spec"]
     assert csv["metadata"]["name"] == "widget-operator.v1.2.0"
     assert spec["version"] == "1.2.0"
@@ -92,7 +92,7 @@ def test_hand_edits_in_the_base_csv_survive(project: Path) -> None:
     assert "# hand-written action descriptors survive\n" in text
     assert "customField: kept\n" in text
     assert "label: {tier: control-plane}\n" in text
-    csv = yamlio.plain(yamlio.loads(text))
+    csv = yamlwrite.plain(yamlwrite.loads(text))
     images = {i["name"]: i["image"] for i in csv["spec"]["relatedImages"]}
     assert images == {
         "widget-agent": "example.com/widget-agent:1.2.0",
@@ -111,7 +111,7 @@ def test_base_keeps_fields_the_config_leaves_out(project: Path) -> None:
     settings = load_project(project / "olmtool.yaml").settings.bundle
     csv_settings = settings.csv.model_copy(update={"replaces": None})
     bundle = _build(project, csv=csv_settings)
-    csv = yamlio.plain(yamlio.loads(bundle.files[CSV]))
+    csv = yamlwrite.plain(yamlwrite.loads(bundle.files[CSV]))
     assert csv["spec"]["replaces"] == "widget-operator.v0.9.0"
 
 
@@ -154,7 +154,7 @@ def test_volumes_and_mounts_reach_the_deployment(project: Path) -> None:
     config = project / "olmtool.yaml"
     config.write_text(config.read_text().replace("    command: [widget-operator]\n", HARDENED))
     bundle = _build(project)
-    csv = yamlio.plain(yamlio.loads(bundle.files[CSV]))
+    csv = yamlwrite.plain(yamlwrite.loads(bundle.files[CSV]))
     pod = csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
     assert pod["volumes"] == [{"name": "tmp", "emptyDir": {}}]
     assert pod["securityContext"] == {
@@ -170,7 +170,7 @@ def test_volumes_and_mounts_reach_the_deployment(project: Path) -> None:
 
 
 def test_without_volumes_the_deployment_has_none(project: Path) -> None:
-    csv = yamlio.plain(yamlio.loads(_build(project).files[CSV]))
+    csv = yamlwrite.plain(yamlwrite.loads(_build(project).files[CSV]))
     pod = csv["spec"]["install"]["spec"]["deployments"][0]["spec"]["template"]["spec"]
     assert "volumes" not in pod and "volumeMounts" not in pod["containers"][0]
 

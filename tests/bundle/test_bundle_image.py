@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.actions import ImageTarget, bundle_build, bundle_dir_image, bundle_validate
 from olmtool.bundle import build_bundle
 from olmtool.bundle.image import bundle_image
@@ -51,7 +51,7 @@ def test_push_then_inspect_with_skopeo(
     assert result.image is not None and result.image.pushed
     pushed = result.as_dict()
     assert pushed["image"] == ref
-    annotations = yamlio.loads((project / BUNDLE / "metadata/annotations.yaml").read_text())
+    annotations = yamlwrite.loads((project / BUNDLE / "metadata/annotations.yaml").read_text())
 
     remote = skopeo("inspect", "--tls-verify=false", f"docker://{ref}")
     assert remote["Labels"] == dict(annotations["annotations"])

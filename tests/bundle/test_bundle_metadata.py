@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.actions import bundle_build, catalog_render
 from olmtool.bundle import build_bundle, write_bundle
 from olmtool.bundle.model import load_bundle
@@ -63,7 +63,7 @@ def test_bundle_matches_golden_files(meta: Path) -> None:
 
 def test_metadata_files_are_what_operator_registry_reads(meta: Path) -> None:
     files = _build(meta).files
-    dependencies = yamlio.plain(yamlio.loads(files["metadata/dependencies.yaml"]))
+    dependencies = yamlwrite.plain(yamlwrite.loads(files["metadata/dependencies.yaml"]))
     assert dependencies["dependencies"][0] == {
         "type": "olm.package",
         "value": {"packageName": "cert-manager", "version": ">=1.10.0 <2.0.0"},
@@ -73,9 +73,9 @@ def test_metadata_files_are_what_operator_registry_reads(meta: Path) -> None:
         "olm.gvk",
         "olm.constraint",
     ]
-    properties = yamlio.plain(yamlio.loads(files["metadata/properties.yaml"]))["properties"]
+    properties = yamlwrite.plain(yamlwrite.loads(files["metadata/properties.yaml"]))["properties"]
     assert properties[0] == {"type": "olm.maxOpenShiftVersion", "value": "4.16"}
-    csv = yamlio.plain(yamlio.loads(files[CSV]))
+    csv = yamlwrite.plain(yamlwrite.loads(files[CSV]))
     assert "olm.properties" not in csv["metadata"]["annotations"]
     (hook,) = csv["spec"]["webhookdefinitions"]
     assert hook["deploymentName"] == "gadget-operator" and hook["containerPort"] == 443
@@ -156,7 +156,7 @@ def test_conversion_webhook_sets_the_crds_conversion_as_olm_does(meta: Path) -> 
     _conversion_project(meta)
     _edit_config(meta, "    minKubeVersion", "    suggestedNamespace: gadgets\n    minKubeVersion")
     files = _build(meta).files
-    crd = yamlio.plain(yamlio.loads(files[CRD]))
+    crd = yamlwrite.plain(yamlwrite.loads(files[CRD]))
     assert crd["spec"]["conversion"] == {
         "strategy": "Webhook",
         "webhook": {
@@ -171,7 +171,7 @@ def test_conversion_webhook_sets_the_crds_conversion_as_olm_does(meta: Path) -> 
             "conversionReviewVersions": ["v1", "v1beta1"],
         },
     }
-    (hook,) = yamlio.plain(yamlio.loads(files[CSV]))["spec"]["webhookdefinitions"]
+    (hook,) = yamlwrite.plain(yamlwrite.loads(files[CSV]))["spec"]["webhookdefinitions"]
     assert hook["type"] == "ConversionWebhook" and hook["sideEffects"] == "None"
     assert hook["conversionCRDs"] == ["widgets.features.olmtool.dev"]
 

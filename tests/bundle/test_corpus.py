@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import DEFAULT_SUITES, OPTIONAL_SUITES, TARGET_SUITES
 from olmtool.bundle.checks.table import CHECKS
@@ -91,9 +91,9 @@ def edit(file: str, change: Callable[[Doc], object]) -> Mutation:
 
     def mutate(root: Path) -> None:
         path = root / file
-        document = yamlio.loads(path.read_text(encoding="utf-8"))
+        document = yamlwrite.loads(path.read_text(encoding="utf-8"))
         change(document)
-        path.write_text(yamlio.dump_document(document), encoding="utf-8")
+        path.write_text(yamlwrite.dump_document(document), encoding="utf-8")
 
     return mutate
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 
 RULES = (
     Path(__file__).resolve().parents[2] / "operator/config/manifests/extra/etcd-prometheusrule.yaml"
@@ -166,13 +166,13 @@ TESTS: list[dict[str, Any]] = [
 
 
 def _rule_files(tmp_path: Path, *, annotations: bool) -> Path:
-    groups = yamlio.plain(yamlio.load(RULES)["spec"]["groups"])
+    groups = yamlwrite.plain(yamlwrite.load(RULES)["spec"]["groups"])
     if not annotations:
         for group in groups:
             for rule in group["rules"]:
                 rule.pop("annotations", None)
     path = tmp_path / ("rules.yaml" if annotations else "rules-bare.yaml")
-    path.write_text(yamlio.dump({"groups": groups}))
+    path.write_text(yamlwrite.dump({"groups": groups}))
     return path
 
 
@@ -190,7 +190,7 @@ def test_rules_and_templates_parse(tmp_path: Path) -> None:
 def test_alerts_fire_where_expected(tmp_path: Path) -> None:
     rules = _rule_files(tmp_path, annotations=False)
     tests = tmp_path / "tests.yaml"
-    tests.write_text(yamlio.dump({"rule_files": [rules.name], "tests": TESTS}))
+    tests.write_text(yamlwrite.dump({"rule_files": [rules.name], "tests": TESTS}))
     result = _promtool("test", "rules", str(tests))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.bundle import build_bundle, write_bundle
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
@@ -21,12 +21,12 @@ VERSIONS = sorted(p.name for p in BUNDLES.iterdir() if p.is_dir())
 
 def _csv(version: str) -> dict:
     path = BUNDLES / version / "manifests" / "etcd-operator.clusterserviceversion.yaml"
-    return yamlio.plain(yamlio.load(path))
+    return yamlwrite.plain(yamlwrite.load(path))
 
 
 def _crd(version: str) -> dict:
     path = BUNDLES / version / "manifests" / "etcd.olmtool.dev_etcdclusters.yaml"
-    return yamlio.plain(yamlio.load(path))
+    return yamlwrite.plain(yamlwrite.load(path))
 
 
 def test_at_least_four_releases() -> None:

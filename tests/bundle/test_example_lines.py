@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle.examples import json_offsets
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import select_suites, validate_bundle
@@ -102,5 +102,5 @@ def test_json_offsets() -> None:
     ],
 )
 def test_text_line(yaml: str, expected: list[int | None]) -> None:
-    source = kyaml.parse(yaml)
+    source = yamlread.parse(yaml)
     assert [source.text_line(0, "a.b", n) for n in (0, 1)] == expected

@@ -28,7 +28,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle.model import load_bundle
 from olmtool.bundle.validate import CHECK_CRASHED, select_suites, validate_bundle
 
@@ -78,7 +78,7 @@ def _files() -> list[str]:
 
 
 DOCUMENTS: dict[str, list[Any]] = {
-    file: kyaml.load_all((SOURCE / file).read_text(encoding="utf-8")) for file in _files()
+    file: yamlread.load_all((SOURCE / file).read_text(encoding="utf-8")) for file in _files()
 }
 
 

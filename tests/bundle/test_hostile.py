@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle.checks import SUITES, Context
 from olmtool.bundle.model import Bundle, Finding, load_bundle
 from olmtool.bundle.validate import CHECK_CRASHED, ISSUES_URL, Report, select_suites
@@ -56,7 +56,7 @@ def validate(root: Path) -> Report:
 
 def set_value(root: Path, file: str, path: tuple[str | int, ...], value: Any) -> None:
     """Set one value of a YAML file (the file is rewritten without its comments)."""
-    documents = kyaml.load_all((root / file).read_text(encoding="utf-8"))
+    documents = yamlread.load_all((root / file).read_text(encoding="utf-8"))
     node = documents[0]
     for step in path[:-1]:
         node = node[step]
@@ -98,7 +98,7 @@ REPRODUCERS = [
      "of type map[string]string"),
     ("csv-labels-list", CSV, ("spec", "labels"), ["a"],
      "csv/field-type", "spec.labels", "cannot unmarshal array"),
-    # csv.py:85, spec.version: 2001-01-01 (a YAML date: kyaml keeps the text)
+    # csv.py:85, spec.version: 2001-01-01 (a YAML date: yamlread keeps the text)
     ("version-date", CSV, ("spec", "version"), datetime.date(2001, 1, 1),
      "csv/version", "spec.version", "2001-01-01"),
     # validation.py:133, a schema type: 5

@@ -101,9 +101,9 @@ def test_render_matches_opm(fixture: Path, registry: LocalRegistry) -> None:
 
 
 def _annotations(fixture: Path) -> dict[str, str]:
-    from olmtool import kyaml
+    from olmtool import yamlread
 
-    document = kyaml.load((fixture / "metadata" / "annotations.yaml").read_text())
+    document = yamlread.load((fixture / "metadata" / "annotations.yaml").read_text())
     return {k: str(v) for k, v in document["annotations"].items()}
 
 

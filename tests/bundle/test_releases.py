@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.actions import bundle_build, catalog_publish
 from olmtool.bundle import BundleSettings
 from olmtool.bundle.settings import Release
@@ -34,7 +34,7 @@ def _bundle(project: Path, version: str) -> Path:
 
 
 def _csv(project: Path, version: str) -> dict:
-    return yamlio.plain(yamlio.loads((_bundle(project, version) / CSV).read_text()))
+    return yamlwrite.plain(yamlwrite.loads((_bundle(project, version) / CSV).read_text()))
 
 
 def _releases(project: Path) -> dict:
@@ -291,7 +291,7 @@ def test_build_all_matches_golden_files(releases_project: Path) -> None:
             shutil.copytree(_bundle(releases_project, version), golden)
         assert built == read_tree(golden), version
     # each older release keeps its own CRDs; the newest has the shared ones
-    crds = {v: yamlio.loads((_bundle(releases_project, v) / CRD).read_text()) for v in VERSIONS}
+    crds = {v: yamlwrite.loads((_bundle(releases_project, v) / CRD).read_text()) for v in VERSIONS}
     assert [len(crds[v]["spec"]["versions"]) for v in VERSIONS] == [1, 2, 2, 2]
     fields = crds["0.2.0"]["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]
     assert "shape" not in fields["spec"]["properties"]
@@ -398,7 +398,7 @@ def test_catalog_publish_gives_the_channels_and_edges(releases_project: Path) ->
     if os.environ.get("UPDATE_GOLDEN"):
         shutil.copyfile(written, golden)
     assert written.read_text() == golden.read_text()
-    blobs = yamlio.plain(yamlio.loads_all(written.read_text()))
+    blobs = yamlwrite.plain(yamlwrite.loads_all(written.read_text()))
     package = next(b for b in blobs if b["schema"] == "olm.package")
     assert package["defaultChannel"] == "stable"
     channels = {

@@ -18,7 +18,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.catalog.load import iter_json_stream, load_catalog, load_texts, parse_blobs
 from olmtool.catalog.templates.documents import _line_maps
 from olmtool.catalog.validate import validate_config
@@ -125,7 +125,7 @@ def loads_cleanly(text: str, name: str) -> Loaded:
     report = validate_config(result.config, load_findings=result.findings)
     assert all(f.severity in ("error", "warning") for f in report.findings)
     try:
-        parsed = kyaml.parse(text, path=name)
+        parsed = yamlread.parse(text, path=name)
     except InputError as exc:
         assert exc.path == name
     else:  # a finding's line: the file composed again
@@ -209,7 +209,7 @@ def test_random_values_in_blob_fields(
     for which, depth, field, value in changes:
         descend(blobs[which % len(blobs)], depth)[field] = value
     if as_yaml:
-        text = "".join("---\n" + kyaml_dump(blob) for blob in blobs)
+        text = "".join("---\n" + yamlread_dump(blob) for blob in blobs)
         loaded = loads_cleanly(text, "catalog.yaml")
     else:
         loaded = loads_cleanly("\n".join(json.dumps(blob) for blob in blobs), "catalog.json")
@@ -232,7 +232,7 @@ def descend(blob: dict[str, Any], depth: int) -> dict[str, Any]:
     return target
 
 
-def kyaml_dump(blob: dict[str, Any]) -> str:
+def yamlread_dump(blob: dict[str, Any]) -> str:
     return yaml.dump(blob, Dumper=yaml.CSafeDumper)
 
 
@@ -251,4 +251,4 @@ def test_random_bytes_in_a_catalog_file(catalog_dir: Path, data: bytes, name: st
     validate_config(result.config, load_findings=result.findings)
     assert all(f.file.endswith(name) for f in result.findings if f.check == "parse")
     with contextlib.suppress(InputError):
-        kyaml.parse(data.decode("utf-8", errors="replace"), path=name)
+        yamlread.parse(data.decode("utf-8", errors="replace"), path=name)

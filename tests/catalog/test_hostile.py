@@ -25,7 +25,7 @@ from olmtool.catalog.templates.documents import read_documents
 from olmtool.errors import InputError
 from tests.catalog.test_cli_validate import validate
 from tests.test_cli import olmtool
-from tests.test_kyaml import laughs
+from tests.test_yamlread import laughs
 
 T = TypeVar("T")
 PACKAGE = "schema: olm.package\nname: pkg\ndefaultChannel: stable\n"
@@ -360,12 +360,12 @@ def test_the_catalog_server_stops_at_a_hostile_file_with_one_line(
 
 
 def test_base_csv_round_trip_reading_is_bounded_too() -> None:
-    """yamlio (ruamel.yaml, for the base CSV rewritten with its comments) applies the
+    """yamlwrite (ruamel.yaml, for the base CSV rewritten with its comments) applies the
     same rule before ruamel recurses or its aliases are expanded."""
-    from olmtool import yamlio
+    from olmtool import yamlwrite
 
     with pytest.raises(InputError, match="excessive aliasing"):
-        yamlio.loads(laughs(), path="base.yaml")
+        yamlwrite.loads(laughs(), path="base.yaml")
     with pytest.raises(InputError, match="nested deeper than 512 levels"):
-        yamlio.loads_all("a: 1\n---\nb: " + "[" * 600 + "]" * 600, path="base.yaml")
-    assert yamlio.loads("a: &x {b: 1}\nc: *x\n") == {"a": {"b": 1}, "c": {"b": 1}}
+        yamlwrite.loads_all("a: 1\n---\nb: " + "[" * 600 + "]" * 600, path="base.yaml")
+    assert yamlwrite.loads("a: &x {b: 1}\nc: *x\n") == {"a": {"b": 1}, "c": {"b": 1}}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.crd import check_crd, generate_crds, load_resources, sync_files, validate_object
 
 REPO = Path(__file__).resolve().parents[2]
@@ -16,7 +16,7 @@ CRD_FILE = REPO / "operator/config/crd/etcd.olmtool.dev_etcdclusters.yaml"
 
 @pytest.fixture(scope="module")
 def crd() -> dict[str, Any]:
-    return yamlio.load(CRD_FILE)
+    return yamlwrite.load(CRD_FILE)
 
 
 def cluster(api: str = "v1beta1", **spec: Any) -> dict[str, Any]:

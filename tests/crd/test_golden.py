@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.crd import CustomResource, LoadedResource, check_crd, model_to_openapi, render_crd
 from olmtool.crd.markers import (
     INT_OR_STRING,
@@ -89,7 +89,7 @@ def test_no_violations(attr):
 @pytest.mark.parametrize("attr", sorted(RESOURCES))
 def test_golden_is_structural(attr):
     """Independent of olmtool's own checker: the properties a structural schema must have."""
-    manifest = yamlio.loads(
+    manifest = yamlwrite.loads(
         (GOLDEN_DIR / f"{features.GROUP}_{RESOURCES[attr].plural_name}.yaml").read_text()
     )
     for version in manifest["spec"]["versions"]:

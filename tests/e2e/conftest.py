@@ -30,9 +30,9 @@ from olmtool.cluster import (
 )
 from olmtool.cluster.assets import CONTROL_PLANE, NODE
 from olmtool.cluster.controlplane import prepare_plane
-from olmtool.kube import Kube
 from olmtool.cluster.kubeletnode import missing_tools
 from olmtool.cluster.network import ClusterNetwork
+from olmtool.kube import Kube
 from tests.e2e.helpers import TIMINGS, Cluster, service_account_ready, wait_for
 from tests.e2e.ocirun import require_runtime
 

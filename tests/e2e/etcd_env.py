@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.kube import Kube
 from tests.e2e.helpers import JSON, established, wait_for
 
@@ -33,7 +33,7 @@ def bundle_manifests(version: str = "0.3.0") -> tuple[JSON, list[JSON]]:
     """The bundle's CSV and its other manifests."""
     csv, others = None, []
     for path in sorted((REPO / "bundle" / "etcd-operator" / version / "manifests").glob("*.yaml")):
-        for document in yamlio.load_all(path):
+        for document in yamlwrite.load_all(path):
             if document.get("kind") == "ClusterServiceVersion":
                 csv = document
             else:

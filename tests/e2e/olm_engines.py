@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 import olmtool
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
 from olmtool.kube import Kube
@@ -245,14 +245,16 @@ class Bundle:
         (target / "manifests").mkdir(parents=True)
         (target / "metadata").mkdir()
         (target / "manifests" / f"{self.package}.clusterserviceversion.yaml").write_text(
-            yamlio.dump(self.csv())
+            yamlwrite.dump(self.csv())
         )
         for manifest in self.owned:
             name = manifest["metadata"]["name"]
-            (target / "manifests" / f"{name}.crd.yaml").write_text(yamlio.dump(manifest))
+            (target / "manifests" / f"{name}.crd.yaml").write_text(yamlwrite.dump(manifest))
         for number, manifest in enumerate(self.objects):
             kind = manifest["kind"].lower()
-            (target / "manifests" / f"z{number:02d}-{kind}.yaml").write_text(yamlio.dump(manifest))
+            (target / "manifests" / f"z{number:02d}-{kind}.yaml").write_text(
+                yamlwrite.dump(manifest)
+            )
         prefix = "operators.operatorframework.io.bundle"
         annotations = {
             f"{prefix}.channel.default.v1": self.channels[0],
@@ -263,7 +265,7 @@ class Bundle:
             f"{prefix}.package.v1": self.package,
         }
         (target / "metadata" / "annotations.yaml").write_text(
-            yamlio.dump({"annotations": annotations})
+            yamlwrite.dump({"annotations": annotations})
         )
         return target
 

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.bundle import load_bundle, validate_bundle
 from olmtool.cluster import ControlPlane, start_apiserver
 
@@ -38,8 +38,8 @@ def _manifests(version: str) -> dict[str, Any]:
     """kind -> list of plain documents in a bundle's manifests/."""
     found: dict[str, list[Any]] = {}
     for path in sorted((BUNDLES / version / "manifests").iterdir()):
-        for doc in yamlio.load_all(path):
-            found.setdefault(doc["kind"], []).append(json.loads(json.dumps(yamlio.plain(doc))))
+        for doc in yamlwrite.load_all(path):
+            found.setdefault(doc["kind"], []).append(json.loads(json.dumps(yamlwrite.plain(doc))))
     return found
 
 
@@ -158,11 +158,11 @@ def test_deployment_restart_policy_verdict_is_the_apiservers(
     bundle = tmp_path / "bundle"
     shutil.copytree(BUNDLES / VERSIONS[-1], bundle)
     (csv_path,) = (bundle / "manifests").glob("*.clusterserviceversion.yaml")
-    csv = yamlio.load(csv_path)
+    csv = yamlwrite.load(csv_path)
     deployment = csv["spec"]["install"]["spec"]["deployments"][0]
     deployment["spec"]["template"]["spec"]["restartPolicy"] = policy
-    csv_path.write_text(yamlio.dump(csv))
-    body = {"metadata": {"name": deployment["name"]}, "spec": yamlio.plain(deployment["spec"])}
+    csv_path.write_text(yamlwrite.dump(csv))
+    body = {"metadata": {"name": deployment["name"]}, "spec": yamlwrite.plain(deployment["spec"])}
     try:
         client.AppsV1Api(api).create_namespaced_deployment("default", body, dry_run="All")
         refused = False

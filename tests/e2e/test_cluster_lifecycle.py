@@ -31,10 +31,10 @@ import pytest
 
 from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cluster_up
 from olmtool.cluster import ClusterNetwork, local
-from olmtool.kube import Kube
 from olmtool.cluster.network import default_claims_dir
 from olmtool.errors import InputError
 from olmtool.images import Credentials, ImageTarget, RegistryError, pull, push, save_image
+from olmtool.kube import Kube
 from tests.catalog.test_cli_validate import cli
 from tests.e2e.helpers import service_account_ready, wait_for
 from tests.test_cli import olmtool

@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.cluster import ControlPlane
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def install_crd(api: client.ApiClient, manifest: dict[str, Any]) -> None:
 
 @pytest.fixture(scope="module")
 def etcd_crd(api: client.ApiClient) -> dict[str, Any]:
-    manifest = yamlio.load(ETCD_CRD)
+    manifest = yamlwrite.load(ETCD_CRD)
     install_crd(api, manifest)
     return manifest
 
@@ -191,7 +191,7 @@ def test_an_enum_of_on_and_off_reaches_the_apiserver_as_strings(
         versions=(Version(name="v1", spec=SwitchSpec, storage=True),),
     )  # fmt: skip
     crd_file = tmp_path / "crd.yaml"
-    crd_file.write_text(yamlio.dump(switch.manifest()))
+    crd_file.write_text(yamlwrite.dump(switch.manifest()))
     kubectl = [str(find_kubectl()), f"--kubeconfig={control_plane.kubeconfig}"]
 
     def run(*args: str) -> str:
@@ -202,7 +202,7 @@ def test_an_enum_of_on_and_off_reaches_the_apiserver_as_strings(
     run("apply", "-f", str(crd_file))
     run("wait", "--for=condition=Established", "--timeout=30s", "crd/switches.switch.olmtool.dev")
     (tmp_path / "off.yaml").write_text(
-        yamlio.dump({"apiVersion": "switch.olmtool.dev/v1", "kind": "Switch",
+        yamlwrite.dump({"apiVersion": "switch.olmtool.dev/v1", "kind": "Switch",
                      "metadata": {"name": "lamp", "namespace": "default"},
                      "spec": {"power": "off"}})
     )  # fmt: skip

@@ -20,10 +20,10 @@ import pytest
 
 from olmtool.cluster import local
 from olmtool.cluster.assets import find_kubectl
-from olmtool.kube import Kube
 from olmtool.cluster.kubeletnode import RealNode, dns_hosts_file
 from olmtool.cluster.kubeletnode.containerd import ContainerdPaths
 from olmtool.cluster.network import ClusterNetwork
+from olmtool.kube import Kube
 from tests.e2e.helpers import Cluster, service_account_ready, wait_for
 
 PYTHON = "docker.io/library/python:3.11"

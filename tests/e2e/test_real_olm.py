@@ -39,11 +39,11 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.actions import catalog_render
 from olmtool.catalog import declcfg
-from olmtool.kube import Kube
 from olmtool.cluster.network import ClusterNetwork
+from olmtool.kube import Kube
 from olmtool.olm.crdfiles import olm_crds
 from olmtool.ports import free_port
 from tests.e2e.helpers import JSON, Cluster, established, wait_for
@@ -96,7 +96,7 @@ def push_bundle_images(registry: str) -> list[str]:
 def _image_catalog(target: Path) -> Path:
     """The repository's catalog without the bundles' objects: OLM must unpack each bundle
     from its image (an unpack Job), as for any catalog that carries only references."""
-    blobs = list(yamlio.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
+    blobs = list(yamlwrite.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
     for blob in blobs:
         if blob.get("schema") == "olm.bundle":
             blob["properties"] = [
@@ -109,7 +109,7 @@ def _image_catalog(target: Path) -> Path:
 
 def _inline_catalog(target: Path) -> Path:
     """The repository's catalog with every bundle rendered inline from its directory."""
-    published = list(yamlio.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
+    published = list(yamlwrite.load_all(REPO / "catalog" / PACKAGE / "catalog.yaml"))
     blobs = [blob for blob in published if blob.get("schema") != "olm.bundle"]
     for bundle_dir in sorted((REPO / "bundle" / PACKAGE).iterdir()):
         blobs.extend(declcfg.blobs(catalog_render([str(bundle_dir)])))
@@ -120,7 +120,9 @@ def _inline_catalog(target: Path) -> Path:
 
 def _olm_crds() -> list[JSON]:
     if CRD_SOURCE == "peers":
-        return [yamlio.plain(yamlio.load(p)) for p in sorted((PEERS / "olm-crds").glob("*.yaml"))]
+        return [
+            yamlwrite.plain(yamlwrite.load(p)) for p in sorted((PEERS / "olm-crds").glob("*.yaml"))
+        ]
     return olm_crds()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.crd import check_crd, validate_object
 from olmtool.crd.generate import GENERATED_MARK
 from olmtool.olm.api import RESOURCES, subscription
@@ -155,7 +155,7 @@ def test_an_installplan_as_olm_writes_it_keeps_every_field() -> None:
 @pytest.mark.parametrize("version", ["0.1.0", "0.2.0", "0.3.0"])
 def test_the_etcd_operator_csvs_keep_every_field(version: str) -> None:
     path = REPO / "bundle" / "etcd-operator" / version / "manifests"
-    csv = yamlio.plain(yamlio.load(path / "etcd-operator.clusterserviceversion.yaml"))
+    csv = yamlwrite.plain(yamlwrite.load(path / "etcd-operator.clusterserviceversion.yaml"))
     csv["status"] = {
         "phase": "Succeeded", "reason": "InstallSucceeded", "message": "install strategy completed",
         "lastUpdateTime": TIME, "lastTransitionTime": TIME,

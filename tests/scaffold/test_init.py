@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.actions import (
     bundle_build,
     bundle_validate,
@@ -118,7 +118,7 @@ def test_each_install_mode_gives_a_valid_bundle_and_catalog(tmp_path: Path, mode
     assert built.bundle.directory == tmp_path / "bundle" / package / "0.1.0"
     report = bundle_validate(built.bundle.directory, select=["all"])
     assert report.findings == [] and report.passed(strict=True)
-    csv = yamlio.load(built.bundle.directory / f"manifests/{package}.clusterserviceversion.yaml")
+    csv = yamlwrite.load(built.bundle.directory / f"manifests/{package}.clusterserviceversion.yaml")
     supported = [m["type"] for m in csv["spec"]["installModes"] if m["supported"]]
     expected = (
         ["OwnNamespace", "SingleNamespace", "AllNamespaces"] if modes == "default" else [modes]
@@ -134,10 +134,10 @@ def test_sample_validates_against_the_generated_crd(tmp_path: Path) -> None:
     project_init(tmp_path, package="sample-operator", group="shop.example.org", kind="CoffeeOrder")
     crd_generate(config=tmp_path / "olmtool.yaml")
     crd, problems = decode_crd(
-        yamlio.load(tmp_path / "config/crd/shop.example.org_coffeeorders.yaml")
+        yamlwrite.load(tmp_path / "config/crd/shop.example.org_coffeeorders.yaml")
     )
     assert problems == []
-    sample = yamlio.load(tmp_path / "config/samples/shop_v1alpha1_coffeeorder.yaml")
+    sample = yamlwrite.load(tmp_path / "config/samples/shop_v1alpha1_coffeeorder.yaml")
     assert validate_object(crd, sample).errors == []
     assert validate_object(crd, {**sample, "spec": {"size": 0}}).errors  # the schema bites
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
 from olmtool.bundle.model import Bundle, Finding, Object
@@ -155,7 +155,7 @@ def _dependencies(bundle: Bundle) -> Iterator[Finding]:
         return
     file = bundle.display(relative)
     try:
-        source = kyaml.parse(bundle.files[relative].decode("utf-8", errors="replace"))
+        source = yamlread.parse(bundle.files[relative].decode("utf-8", errors="replace"))
         document = source.documents[0] if len(source.documents) == 1 else None
     except Exception as exc:  # InputError with a line
         yield Finding(

@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import annotations_of, mappings_at
@@ -155,13 +155,13 @@ def _same(kind: str) -> str:
     return kind
 
 
-def _first_lists(bundle: Bundle, key: str) -> Iterator[tuple[str, kyaml.YamlFile, list[Any]]]:
+def _first_lists(bundle: Bundle, key: str) -> Iterator[tuple[str, yamlread.YamlFile, list[Any]]]:
     prefix = f"{fmt.METADATA_DIR}/"
     for relative in sorted(bundle.files):
         if not relative.startswith(prefix) or "/" in relative[len(prefix) :]:
             continue
         try:
-            source = kyaml.parse(bundle.files[relative].decode("utf-8"))
+            source = yamlread.parse(bundle.files[relative].decode("utf-8"))
         except (InputError, UnicodeDecodeError):
             continue  # format/dependencies (or opm, which skips it) has its say
         document = source.documents[0] if source.documents else None

@@ -2,7 +2,7 @@
 strict field accessors (sigs.k8s.io/yaml UnmarshalStrict: unknown keys are errors).
 
 Templates are parsed like catalog files (:func:`olmtool.catalog.load.parse_blobs`, on
-:mod:`olmtool.kyaml`), and the line map is composed by the same libyaml so that both agree
+:mod:`olmtool.yamlread`), and the line map is composed by the same libyaml so that both agree
 on what the file holds.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.catalog.load import parse_blobs
 from olmtool.errors import InputError, display_path
 
@@ -46,7 +46,7 @@ class Document:
 def read_documents(path: str | Path) -> list[Document]:
     """The file's blobs, parsed like catalog files (so JSON and YAML behave identically)."""
     file = display_path(path)
-    text = kyaml.read_text(path)
+    text = yamlread.read_text(path)
     blobs, problems = parse_blobs(text, file)
     if problems:
         raise InputError(problems[0].message, path=file, line=problems[0].line)
@@ -64,7 +64,7 @@ def _line_maps(text: str, count: int) -> list[dict[NodePath, int]] | None:
     JSON objects are not YAML; then only document start lines are known (None here).
     """
     try:
-        parsed = kyaml.parse(text)
+        parsed = yamlread.parse(text)
     except InputError:
         return None
     nodes = [parsed.node(index) for index in range(len(parsed.documents))]
@@ -92,7 +92,7 @@ def _collect_lines(root: yaml.Node, out: dict[NodePath, int]) -> None:
         if isinstance(node, yaml.MappingNode):
             for key, value in reversed(node.value):
                 if isinstance(key, yaml.ScalarNode):
-                    child = (*path, kyaml.key_text(key))
+                    child = (*path, yamlread.key_text(key))
                     out.setdefault(child, key.start_mark.line + 1)
                     stack.append((value, child))
         elif isinstance(node, yaml.SequenceNode):

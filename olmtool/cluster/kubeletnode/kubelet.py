@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.cluster import pki
 from olmtool.cluster.controlplane import write_kubeconfig
 from olmtool.cluster.kubeletnode.mountns import mount_points
@@ -181,7 +181,7 @@ def write_files(
     # folders 0750, and hostPath users need not see other clusters' Pods)
     KUBELET_ROOTS.chmod(0o700)
     write_kubeconfig(paths.kubeconfig, server=server, ca_file=ca_file, client=identity)
-    pki.write_private(paths.config, yamlio.dump(config).encode())
+    pki.write_private(paths.config, yamlwrite.dump(config).encode())
     # Pods with dnsPolicy Default (and the kubelet's own upstream for ClusterFirst)
     paths.resolv_conf.write_text(f"nameserver {nameserver}\n")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool import yamlio
+from olmtool import yamlwrite
 from olmtool.cluster import pki
 from olmtool.cluster.controlplane import write_kubeconfig
 from olmtool.cluster.kubeletnode.hostnet import in_netns
@@ -70,5 +70,5 @@ def kube_proxy_command(
         kubeconfig=kubeconfig, network=network, node=node, healthz_port=healthz_port,
         metrics_port=metrics_port,
     )  # fmt: skip
-    pki.write_private(config, yamlio.dump(document).encode())
+    pki.write_private(config, yamlwrite.dump(document).encode())
     return in_netns(network, str(binary), f"--config={config}", "--v=1")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.errors import OlmtoolError
 from olmtool.images.reference import parse_reference
 
@@ -25,7 +25,7 @@ def bundle_tags(bundles: Path, name: str) -> list[str]:
     wanted = parse_reference(name).name
     tags: dict[str, None] = {}
     for csv in sorted(bundles.glob(CSV_GLOB)):
-        documents = kyaml.read(csv, single=True).documents
+        documents = yamlread.read(csv, single=True).documents
         for image in _deployment_images(documents[0] if documents else None):
             try:
                 ref = parse_reference(image)

@@ -1,7 +1,7 @@
 """YAML read as Kubernetes and opm read it: sigs.k8s.io/yaml (Go yaml.v2, then JSON).
 
 Every loader that reads a file for its data goes through here; ruamel.yaml's round trip
-(:mod:`olmtool.yamlio`) stays for files rewritten with their comments and for output.
+(:mod:`olmtool.yamlwrite`) stays for files rewritten with their comments and for output.
 
 Parsing runs on libyaml (PyYAML's C parser) into plain dicts, lists and JSON scalars:
 
@@ -252,7 +252,7 @@ def _builder(text: str) -> _Builder:
 
 
 def _input_error(exc: yaml.YAMLError, path: str | Path | None, first_line: int = 1) -> InputError:
-    """A one-line error naming the file and the line, like yamlio's for ruamel."""
+    """A one-line error naming the file and the line, like yamlwrite's for ruamel."""
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         line = first_line + mark.line if mark else None

@@ -3,7 +3,7 @@
 Every generated file goes through :func:`dump` so that regenerating an unchanged input
 gives a byte-identical file and diffs stay small. Reading uses ruamel's round trip only
 where a file is rewritten keeping its comments (the base CSV): files read for their data
-go through :mod:`olmtool.kyaml`, which reads YAML as Kubernetes does, much faster.
+go through :mod:`olmtool.yamlread`, which reads YAML as Kubernetes does, much faster.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.scalarstring import (
@@ -25,7 +26,7 @@ from ruamel.yaml.scalarstring import (
 
 from olmtool import inputlimits
 from olmtool.errors import InputError
-from olmtool.kyaml import parse, read_text  # one rule for reading a YAML file
+from olmtool.yamlread import parse, read_text  # one rule for reading a YAML file
 from olmtool.yamlscalars import reads_as_string
 
 # Characters a string keeps only escaped, in double quotes: C0 and C1 controls but tab and
@@ -94,6 +95,37 @@ def _dump(data: Any, header: str | None) -> str:
     return stream.getvalue()
 
 
+class _Dumper(yaml.CSafeDumper):
+    """YAML 1.1 output with multi-line strings as literal blocks (as go-yaml writes them)."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    if style is None and value and not reads_as_string(value):
+        # YAML 1.1 as yaml.v2 reads it: "y", "0o755", "1e5" would not come back as
+        # strings, and PyYAML's own resolver does not know it; go-yaml double-quotes.
+        style = '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+_NO_WRAP = 1 << 30
+
+
+def dump_as_go(document: Any) -> str:
+    """YAML text for ``document`` as sigs.k8s.io/yaml writes it (opm's catalogs, byte for
+    byte): sorted keys, sequences not indented, double quotes, no line wrapping; the same
+    quoting rule as :func:`dump`."""
+    return yaml.dump(
+        document,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=_NO_WRAP,
+    )
+
+
 def plain(value: Any) -> Any:
     """Builtin dicts/lists/scalars for a round-trip document (no comments or positions)."""
     if isinstance(value, dict):
@@ -125,7 +157,7 @@ def loads(text: str, *, path: str | Path | None = None) -> Any:
 def _bounded(text: str, path: str | Path | None) -> None:
     """The one rule for input (:mod:`olmtool.inputlimits`) before ruamel.yaml, which
     recurses in Python and whose aliases :func:`plain` would expand: nesting checked from
-    the text, aliases by a kyaml parse when the text has anchors (rarely)."""
+    the text, aliases by a yamlread parse when the text has anchors (rarely)."""
     too_deep = inputlimits.yaml_too_deep(text)
     if too_deep is not None:
         raise InputError(inputlimits.too_deep_message(), path=path, line=too_deep.line)

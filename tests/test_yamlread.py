@@ -1,4 +1,4 @@
-"""olmtool.kyaml: YAML as sigs.k8s.io/yaml (Go yaml.v2 -> JSON) reads it.
+"""olmtool.yamlread: YAML as sigs.k8s.io/yaml (Go yaml.v2 -> JSON) reads it.
 
 The expected values were checked against opm v1.26's render of the same YAML (a blob of
 an unknown schema is passed through as its JSON): see test_matches_opm at the end.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool import kyaml
+from olmtool import yamlread
 from olmtool.errors import InputError
 
 OPM = Path(__file__).resolve().parents[2] / "shared" / "peers" / "opm"
@@ -109,14 +109,14 @@ EXPECTED = {
 
 
 def test_scalars_resolve_as_yaml_v2_into_json() -> None:
-    data = kyaml.load(SCALARS)
+    data = yamlread.load(SCALARS)
     assert data == EXPECTED
     assert json.loads(json.dumps(data)) == data  # nothing JSON cannot hold
 
 
 def test_timestamps_and_dates_stay_the_text_written() -> None:
     text = "createdAt: 2023-05-02T10:00:00Z\nday: 2024-01-31\nnested: {at: 2023-05-02 10:00:00}\n"
-    assert kyaml.load(text) == {
+    assert yamlread.load(text) == {
         "createdAt": "2023-05-02T10:00:00Z",
         "day": "2024-01-31",
         "nested": {"at": "2023-05-02 10:00:00"},
@@ -125,7 +125,7 @@ def test_timestamps_and_dates_stay_the_text_written() -> None:
 
 def test_keys_become_strings() -> None:
     text = "1: a\n1.5: b\nfalse: c\n1e6: d\n1234567.5: e\n"
-    assert kyaml.load(text) == {
+    assert yamlread.load(text) == {
         "1": "a",
         "1.5": "b",
         "false": "c",
@@ -136,7 +136,7 @@ def test_keys_become_strings() -> None:
 
 def test_a_null_key_is_refused_as_go_refuses_it() -> None:
     with pytest.raises(InputError) as exc:
-        kyaml.load("a: 1\n~: 2\n", path="x.yaml")
+        yamlread.load("a: 1\n~: 2\n", path="x.yaml")
     assert exc.value.line == 2 and "unsupported map key null" in exc.value.message
 
 
@@ -147,7 +147,7 @@ after: {a: 0, <<: *base}
 before: {<<: *base, a: 0}
 list: {<<: [{a: 1}, {a: 2, c: 2}]}
 """
-    data = kyaml.load(text)
+    data = yamlread.load(text)
     assert data["after"] == {"a": 1, "b": 1}
     assert data["before"] == {"a": 0, "b": 1}
     assert data["list"] == {"a": 1, "c": 2}
@@ -164,7 +164,7 @@ spec:
   size: 1
   size: 2
 """
-    parsed = kyaml.parse(text)
+    parsed = yamlread.parse(text)
     assert parsed.documents == [
         {"kind": "A", "metadata": {"name": "x", "labels": {"a": "1"}}, "spec": {"size": 2}}
     ]
@@ -175,12 +175,12 @@ spec:
 
 
 def test_keys_overridden_by_a_merge_are_not_duplicates() -> None:
-    assert kyaml.parse("b: &b {a: 1}\nc: {<<: *b, a: 2}\n").duplicates == []
+    assert yamlread.parse("b: &b {a: 1}\nc: {<<: *b, a: 2}\n").duplicates == []
 
 
 def test_multi_document_files_skip_empty_documents() -> None:
     text = "---\n# nothing\n---\na: 1\n---\n---\nb:\n  - c\n"
-    parsed = kyaml.parse(text)
+    parsed = yamlread.parse(text)
     assert parsed.documents == [{"a": 1}, {"b": ["c"]}]
     assert parsed.start_line(0) == 4
     assert parsed.start_line(1) == 7
@@ -203,7 +203,7 @@ metadata:
   annotations:
     a.b/c: x
 """
-    parsed = kyaml.parse(text)
+    parsed = yamlread.parse(text)
     assert parsed._nodes is None  # no line was needed yet: the file was parsed once
     assert parsed.line_at(0, "spec.install.spec.deployments[1].name") == 8
     assert parsed.line_at(0, "spec.install.spec.deployments[1].spec.replicas") == 10
@@ -215,12 +215,12 @@ metadata:
 
 
 def test_line_of_a_duplicate_key_is_the_last_one() -> None:
-    parsed = kyaml.parse("a: 1\nb: 2\na: 3\n")
+    parsed = yamlread.parse("a: 1\nb: 2\na: 3\n")
     assert parsed.line_at(0, "a") == 3
 
 
 def test_line_lookup_reads_keys_as_the_data_does() -> None:
-    parsed = kyaml.parse("m:\n  y: 1\n  2: b\n")
+    parsed = yamlread.parse("m:\n  y: 1\n  2: b\n")
     assert parsed.documents == [{"m": {"true": 1, "2": "b"}}]
     assert parsed.line_at(0, "m[true]") == 2
     assert parsed.line_at(0, "m[2]") == 3
@@ -228,25 +228,25 @@ def test_line_lookup_reads_keys_as_the_data_does() -> None:
 
 def test_errors_name_file_and_line() -> None:
     with pytest.raises(InputError) as exc:
-        kyaml.parse("a: 1\nb: c: d\n", path="f.yaml")
+        yamlread.parse("a: 1\nb: c: d\n", path="f.yaml")
     assert exc.value.line == 2 and exc.value.message.startswith("invalid YAML: ")
     assert str(exc.value).startswith("f.yaml:2: ")
 
 
 def test_a_recursive_anchor_is_an_error() -> None:
     with pytest.raises(InputError, match="contains itself"):
-        kyaml.load("a: &x [*x]\n")
+        yamlread.load("a: &x [*x]\n")
 
 
 def test_load_refuses_several_documents() -> None:
     with pytest.raises(InputError, match="single document") as exc:
-        kyaml.load("a: 1\n---\nb: 2\n")
+        yamlread.load("a: 1\n---\nb: 2\n")
     assert exc.value.line == 3
-    assert kyaml.load("") is None
+    assert yamlread.load("") is None
 
 
 def test_iter_documents_yields_lines_and_stops_at_a_defect() -> None:
-    documents = kyaml.iter_documents("a: 1\n---\n\n# c\nb: 2\n---\nc: [\n", path="s.yaml")
+    documents = yamlread.iter_documents("a: 1\n---\n\n# c\nb: 2\n---\nc: [\n", path="s.yaml")
     assert next(documents) == (1, {"a": 1})
     assert next(documents) == (5, {"b": 2})
     with pytest.raises(InputError) as exc:
@@ -283,7 +283,7 @@ def test_matches_opm(tmp_path: Path) -> None:
     ],
 )
 def test_go_string_is_how_a_go_string_field_receives_a_scalar(value: object, text: str) -> None:
-    assert kyaml.go_string(value) == text
+    assert yamlread.go_string(value) == text
 
 
 # --- hostile input: bounded, never a crash (issue 15) --------------------------------------
@@ -307,7 +307,7 @@ def test_billion_laughs_is_refused_fast_and_small() -> None:
     started = time.perf_counter()
     try:
         with pytest.raises(InputError, match="document contains excessive aliasing"):
-            kyaml.parse(text, path="laughs.yaml")
+            yamlread.parse(text, path="laughs.yaml")
         seconds = time.perf_counter() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -320,16 +320,16 @@ def test_reasonable_aliases_still_expand() -> None:
     """Anchors reused a few times (a schema shared by two CRD versions, merges) are data."""
     schema = "\n".join(f"    f{i}: {{type: string, description: field {i}}}" for i in range(3000))
     text = f"v1: &schema\n  properties:\n{schema}\nv1beta1: *schema\nv2:\n  <<: *schema\n  x: 1\n"
-    data = kyaml.load(text)
+    data = yamlread.load(text)
     assert data["v1"] == data["v1beta1"] and len(data["v1"]["properties"]) == 3000
     assert data["v2"]["x"] == 1 and data["v2"]["properties"] == data["v1"]["properties"]
-    assert kyaml.load(laughs(levels=3))["a2"] == [[["lol"] * 10] * 10] * 10
+    assert yamlread.load(laughs(levels=3))["a2"] == [[["lol"] * 10] * 10] * 10
 
 
 def test_tagged_collections_are_not_mistaken_for_aliases() -> None:
     """The composer counts only untagged collections; every "!" allows for one more."""
     items = "\n".join(f"- !!map {{k: {i}}}" for i in range(3000))
-    data = kyaml.load(f"a: &a [1]\nb: *a\nc:\n{items}\n")
+    data = yamlread.load(f"a: &a [1]\nb: *a\nc:\n{items}\n")
     assert len(data["c"]) == 3000 and data["b"] == [1]
 
 
@@ -344,7 +344,7 @@ def test_tagged_collections_are_not_mistaken_for_aliases() -> None:
 )
 def test_an_anchor_inside_its_own_value_is_refused(text: str) -> None:
     with pytest.raises(InputError, match="an anchor's value contains itself") as exc:
-        kyaml.parse(text, path="r.yaml")
+        yamlread.parse(text, path="r.yaml")
     assert exc.value.path == "r.yaml" and exc.value.line in (1, 2, 3)
 
 
@@ -366,22 +366,22 @@ def test_nesting_up_to_the_limit_is_read_and_one_more_is_refused(nested: object)
 
     assert callable(nested)
     # the document itself is one mapping: MAX_DEPTH - 1 more levels reach the limit
-    assert kyaml.load(nested(MAX_DEPTH - 1))["schema"] == "x"
+    assert yamlread.load(nested(MAX_DEPTH - 1))["schema"] == "x"
     with pytest.raises(InputError, match=f"nested deeper than {MAX_DEPTH} levels") as exc:
-        kyaml.load(nested(MAX_DEPTH), path="deep.yaml")
+        yamlread.load(nested(MAX_DEPTH), path="deep.yaml")
     assert exc.value.path == "deep.yaml" and exc.value.line is not None
 
 
 def test_800_deep_yaml_is_a_clean_error() -> None:
     """It used to raise RecursionError from the builder."""
     with pytest.raises(InputError, match="nested deeper than 512 levels") as exc:
-        kyaml.parse("a:\n  b: " + "[" * 800 + "]" * 800 + "\n", path="deep.yaml")
+        yamlread.parse("a:\n  b: " + "[" * 800 + "]" * 800 + "\n", path="deep.yaml")
     assert exc.value.line == 2
 
 
 def test_deep_nesting_keeps_the_documents_before_it() -> None:
     text = "a: 1\n---\nb: 2\n---\nc: " + "{x: " * 600 + "1" + "}" * 600 + "\n---\nd: 4\n"
-    documents = kyaml.iter_documents(text, path="s.yaml")
+    documents = yamlread.iter_documents(text, path="s.yaml")
     assert [next(documents), next(documents)] == [(1, {"a": 1}), (3, {"b": 2})]
     with pytest.raises(InputError, match="nested deeper") as exc:
         next(documents)
@@ -393,14 +393,14 @@ def test_deep_aliases_are_bounded_like_written_nesting() -> None:
     deep = "[" * 300 + "1" + "]" * 300
     text = f"a: &a {deep}\nb: &b [{'[' * 300}*a{']' * 300}]\n"
     with pytest.raises(InputError, match="nested deeper than 512 levels"):
-        kyaml.parse(text)
+        yamlread.parse(text)
 
 
 def test_big_numbers_are_data_as_in_go() -> None:
     """yaml.v2 tries int64, uint64, then float64: what fits none is the text written
     (opm v1.26 renders the same, checked by hand: a string, 1e+300, a string...)."""
     digits = "9" * 5000
-    data = kyaml.load(
+    data = yamlread.load(
         f"v1: {digits}\nv2: {'9' * 400}\nv3: {'9' * 300}\nv4: 1e400\nv5: 0x{'f' * 20}\n"
         f"v6: {'0' * 5000}7\nv7: -{digits}\nv8: .5e999\n? {digits}\n: key\n{'9' * 30}: k\n"
     )
@@ -408,12 +408,12 @@ def test_big_numbers_are_data_as_in_go() -> None:
     assert data["v4"] == "1e400" and data["v5"] == "0x" + "f" * 20 and data["v6"] == 7
     assert data["v7"] == "-" + digits and data["v8"] == ".5e999" and data[digits] == "key"
     assert data["1e+30"] == "k"  # a float key, formatted as float32 like sigs.k8s.io/yaml
-    assert kyaml.load("v: !!int 1e300")["v"] == int(1e300)
+    assert yamlread.load("v: !!int 1e300")["v"] == int(1e300)
 
 
 def test_a_lone_surrogate_is_an_input_error() -> None:
     with pytest.raises(InputError, match="not Unicode text"):
-        kyaml.parse("a: \udcff\n", path="s.yaml")
+        yamlread.parse("a: \udcff\n", path="s.yaml")
 
 
 def test_read_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
@@ -424,8 +424,8 @@ def test_read_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
     (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
     (tmp_path / "zero.yaml").symlink_to("/dev/zero")
     with pytest.raises(InputError, match="a FIFO, not a regular file"):
-        kyaml.read(fifo)  # must not wait for a writer
+        yamlread.read(fifo)  # must not wait for a writer
     with pytest.raises(InputError, match=r"symlink loop|cannot resolve"):
-        kyaml.read(tmp_path / "loop.yaml")
+        yamlread.read(tmp_path / "loop.yaml")
     with pytest.raises(InputError, match="a character device"):
-        kyaml.read(tmp_path / "zero.yaml")
+        yamlread.read(tmp_path / "zero.yaml")

@@ -1,5 +1,5 @@
 """The YAML olmtool writes reads back as written through Kubernetes' rules (yaml.v2,
-:mod:`olmtool.kyaml`), whatever the strings: ``on``/``off``/``yes``/``no``/``y``/``n``,
+:mod:`olmtool.yamlread`), whatever the strings: ``on``/``off``/``yes``/``no``/``y``/``n``,
 ``~``, octal, dates and numbers as text included."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from olmtool import kyaml, yamlio
+from olmtool import yamlread, yamlwrite
 
 # yaml.v2's look-alikes of other types, mixed into the random text
 LOOKALIKES = [
@@ -38,11 +38,19 @@ documents = st.recursive(
 @settings(max_examples=600, deadline=None)
 @given(documents)
 def test_what_dump_writes_kubernetes_reads_back_as_written(data: Any) -> None:
-    text = yamlio.dump(data)
-    assert kyaml.load(text) == data, text
+    text = yamlwrite.dump(data)
+    assert yamlread.load(text) == data, text
+
+
+@settings(max_examples=500, deadline=None)
+@given(documents)
+def test_what_dump_as_go_writes_kubernetes_reads_back_as_written(data: Any) -> None:
+    """The catalogs' layout (opm's) under the same quoting rule."""
+    text = yamlwrite.dump_as_go(data)
+    assert yamlread.load(text) == data, text
 
 
 @pytest.mark.parametrize("word", ["on", "off", "yes", "no", "y", "n", "~", "0755", "1e3"])
 def test_a_lookalike_is_quoted(word: str) -> None:
-    assert yamlio.dump({"enum": [word]}) == f"enum:\n  - '{word}'\n"
-    assert kyaml.load(yamlio.dump({word: word})) == {word: word}
+    assert yamlwrite.dump({"enum": [word]}) == f"enum:\n  - '{word}'\n"
+    assert yamlread.load(yamlwrite.dump({word: word})) == {word: word}
