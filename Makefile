@@ -113,14 +113,14 @@ bench-images: install
 bench-upgrade: install
 	$(BIN)/python benchmarks/bench_upgrade_hop.py
 
-# The registry API stubs are generated from olmtool/serve/proto/registry.proto.
+# The registry API stubs are generated from olmtool/proto/registry.proto.
 proto: install
-	$(BIN)/python -m olmtool.serve.proto.generate
+	$(BIN)/python -m olmtool.proto.generate
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m olmtool.serve.proto.generate --check
+	$(BIN)/python -m olmtool.proto.generate --check
 
 format: install
 	$(BIN)/ruff check --fix .

@@ -114,8 +114,8 @@ async def channel_targets(target: str) -> list[tuple[str, str]]:
     """(package, channel) of every channel in the catalog, to spread the calls over."""
     import grpc
 
-    from olmtool.serve.proto import registry_pb2 as pb
-    from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
+    from olmtool.proto import registry_pb2 as pb
+    from olmtool.proto import registry_pb2_grpc as pb_grpc
 
     async with grpc.aio.insecure_channel(target, options=channel_options(False)) as channel:
         stub = pb_grpc.RegistryStub(channel)
@@ -149,8 +149,8 @@ async def run_scenario(
     """Every client connected first, then all released at once; wall time of the calls."""
     import grpc
 
-    from olmtool.serve.proto import registry_pb2 as pb
-    from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
+    from olmtool.proto import registry_pb2 as pb
+    from olmtool.proto import registry_pb2_grpc as pb_grpc
 
     own = scenario.channels > 1
     channels = [

@@ -45,8 +45,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from olmtool.actions.image_build import image_build  # noqa: E402
-from olmtool.actions.upgrade_test import upgrade_test_dynamic  # noqa: E402
-from olmtool.cluster import local  # noqa: E402
+from olmtool.actions.upgrade_testing import upgrade_test_dynamic  # noqa: E402
+from olmtool.cluster import lifecycle  # noqa: E402
 from olmtool.cluster.assets import ensure_assets  # noqa: E402
 from olmtool.kube import Kube  # noqa: E402
 from olmtool.olm.upgrade_report import UpgradeReport  # noqa: E402
@@ -174,14 +174,14 @@ def main() -> None:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="olmtool-bench-")))
         kubeconfig, registry, olm = args.kubeconfig, args.push_images, args.olm
         if kubeconfig is None:
-            cluster = local.up(
+            cluster = lifecycle.up(
                 "upgrade-bench",
                 root=workdir,
                 assets=ensure_assets(),
                 registry_port=0,
                 engine=olm is None,
             )
-            stack.callback(local.down, "upgrade-bench", root=workdir, delete=True)
+            stack.callback(lifecycle.down, "upgrade-bench", root=workdir, delete=True)
             kubeconfig, registry = Path(cluster.kubeconfig), registry or cluster.registry
         if registry:
             built = image_build(

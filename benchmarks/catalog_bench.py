@@ -213,7 +213,7 @@ def measure_opm(kind: str, opm: str, directory: Path, log_stem: Path) -> Run:
 
 def serve_available() -> str | None:
     """Why olmtool's serve cannot be measured, or None when it can."""
-    for module in ("olmtool.cli.catalog.serve", "olmtool.serve.proto.registry_pb2_grpc"):
+    for module in ("olmtool.cli.catalog.serve", "olmtool.proto.registry_pb2_grpc"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"{module} does not exist yet"
@@ -251,7 +251,7 @@ def registry_client(port: int) -> Iterator[tuple[Any, Any]]:
     """(stub, messages module) on a channel with short reconnect backoff, closed after."""
     import grpc
 
-    from olmtool.serve.proto import registry_pb2, registry_pb2_grpc
+    from olmtool.proto import registry_pb2, registry_pb2_grpc
 
     options = [
         ("grpc.initial_reconnect_backoff_ms", 20),

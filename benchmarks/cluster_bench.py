@@ -24,7 +24,7 @@ from kubernetes import client, config
 from rich.console import Console
 from rich.table import Table
 
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.cluster.assets import ensure_assets
 
 console = Console()
@@ -71,7 +71,7 @@ def _wait(predicate, timeout: float = 120.0) -> float:  # type: ignore[no-untype
 
 def run_once(assets: Path, root: Path, replicas: int) -> dict[str, float]:
     start = time.monotonic()
-    cluster = local.up("bench", root=root, assets=assets, registry_port=0)
+    cluster = lifecycle.up("bench", root=root, assets=assets, registry_port=0)
     startup = time.monotonic() - start
     try:
         api = config.new_client_from_config(config_file=cluster.kubeconfig)
@@ -92,7 +92,7 @@ def run_once(assets: Path, root: Path, replicas: int) -> dict[str, float]:
         )
         replaced = time.monotonic() - deleted
     finally:
-        local.down("bench", root=root, delete=True)
+        lifecycle.down("bench", root=root, delete=True)
     return {"startup": startup, "ready": to_ready, "replaced": replaced}
 
 

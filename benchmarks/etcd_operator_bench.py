@@ -35,7 +35,7 @@ RELEASE = "0.4.0"  # the bundle the operator is installed from: the newest
 sys.path.insert(0, str(REPO))
 
 from olmtool.actions.image_build import image_build  # noqa: E402
-from olmtool.cluster import local  # noqa: E402
+from olmtool.cluster import lifecycle  # noqa: E402
 from olmtool.cluster.assets import ensure_assets  # noqa: E402
 from olmtool.kube import Kube  # noqa: E402
 from tests.e2e import etcd_env  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     assets = ensure_assets()
     with tempfile.TemporaryDirectory(prefix="olmtool-etcd-bench-") as workdir:
-        cluster = local.up("etcd-bench", root=Path(workdir), assets=assets, registry_port=0)
+        cluster = lifecycle.up("etcd-bench", root=Path(workdir), assets=assets, registry_port=0)
         try:
             built = image_build(
                 config=REPO / "olmtool.yaml", bundle_tags=True, push=True, registry=cluster.registry
@@ -119,7 +119,7 @@ def main() -> None:
                 )
                 results.append(result)
         finally:
-            local.down("etcd-bench", root=Path(workdir), delete=True)
+            lifecycle.down("etcd-bench", root=Path(workdir), delete=True)
     table = Table(title=f"etcd operator ({args.runs} runs, median seconds)")
     for key in results[0]:
         table.add_column(key, justify="right")

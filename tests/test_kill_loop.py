@@ -29,7 +29,7 @@ import pytest
 
 from olmtool.actions import catalog_publish
 from olmtool.catalog.load import catalog_files, load_catalog
-from olmtool.catalog.publish import _expand
+from olmtool.catalog.publishing import _expand
 from olmtool.fsutil import PAUSE_ENV, is_staging, read_tree
 
 REPO = Path(__file__).resolve().parents[1]

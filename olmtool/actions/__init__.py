@@ -33,7 +33,10 @@ __all__ = lazy_package(
             "BundleReleaseResult",
             "bundle_release",
         ),
-        "olmtool.actions.bundle_validate": ("bundle_checks", "bundle_validate"),
+        "olmtool.actions.bundle_validate": (
+            "bundle_checks",
+            "bundle_validate",
+        ),
         "olmtool.actions.catalog_add": ("catalog_add",),
         "olmtool.actions.catalog_graph": (
             "CatalogGraph",
@@ -49,7 +52,10 @@ __all__ = lazy_package(
             "catalog_index",
             "catalog_serve",
         ),
-        "olmtool.actions.catalog_validate": ("catalog_checks", "catalog_validate"),
+        "olmtool.actions.catalog_validate": (
+            "catalog_checks",
+            "catalog_validate",
+        ),
         "olmtool.actions.cluster_down": ("cluster_down",),
         "olmtool.actions.cluster_load": ("cluster_load",),
         "olmtool.actions.cluster_status": (
@@ -80,11 +86,22 @@ __all__ = lazy_package(
             "ImageLockResult",
             "image_lock",
         ),
+        "olmtool.actions.install": (
+            "InstallInterrupted",
+            "InstallResult",
+            "UninstallResult",
+            "install",
+            "uninstall",
+        ),
         "olmtool.actions.project_init": (
             "ProjectInitResult",
             "project_init",
         ),
+        "olmtool.actions.upgrade_testing": (
+            "upgrade_test",
+            "upgrade_test_dynamic",
+        ),
+        "olmtool.cluster.lifecycle": ("ClusterStatus",),
         "olmtool.images": ("ImageTarget",),
-        "olmtool.cluster.local": ("ClusterStatus",),  # what cluster_status returns
     },
 )

@@ -57,7 +57,7 @@ def catalog_graph(
         raise ArgumentError("applies to the mermaid view only", argument="opm_compat")
     config = load_catalog_strict(directory)
     if view is GraphView.mermaid and opm_compat is OpmCompat.v1_26:
-        from olmtool.catalog.mermaid126 import mermaid_v1_26
+        from olmtool.catalog import mermaid_v1_26
 
         text = mermaid_v1_26(config, package=package, minimum_edge=minimum_version)
         return CatalogGraph(view, mermaid=text)

@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
-from olmtool.cluster import local
+from olmtool.cluster import DEFAULT_NAME
+from olmtool.cluster import down as stop_cluster
 
 
-def cluster_down(name: str = local.DEFAULT_NAME, *, delete: bool = False) -> list[str]:
+def cluster_down(name: str = DEFAULT_NAME, *, delete: bool = False) -> list[str]:
     """Stop the cluster ``name``; ``delete`` removes its state (etcd data, volumes) too.
     Returns the components that were stopped."""
-    return local.down(name, delete=delete)
+    return stop_cluster(name, delete=delete)

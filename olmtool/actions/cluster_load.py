@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool.cluster import local
+from olmtool.cluster import DEFAULT_NAME, load_image
 
 
-def cluster_load(source: Path, reference: str, *, name: str = local.DEFAULT_NAME) -> str:
+def cluster_load(source: Path, reference: str, *, name: str = DEFAULT_NAME) -> str:
     """Import the image of ``source`` (an OCI layout directory or an OCI archive) into the
     node's image store as ``reference``; Pods naming it start without a pull."""
-    return local.load_image(source, reference, name=name)
+    return load_image(source, reference, name=name)

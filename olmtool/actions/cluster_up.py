@@ -9,22 +9,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from olmtool.cluster import local
+from olmtool.cluster import DEFAULT_NAME, DEFAULT_REGISTRY_PORT, Cluster
+from olmtool.cluster import up as start_cluster
 
 
 def cluster_up(
-    name: str = local.DEFAULT_NAME,
+    name: str = DEFAULT_NAME,
     *,
-    registry_port: int | None = local.DEFAULT_REGISTRY_PORT,
+    registry_port: int | None = DEFAULT_REGISTRY_PORT,
     node: bool = True,
     olm_crds: bool = True,
     timeout: float = 120.0,
     progress: Callable[[str], None] | None = None,
-) -> local.Cluster:
+) -> Cluster:
     """Start the cluster ``name`` (nothing to do when it runs); ``registry_port`` None
     runs no registry, 0 any free port; ``node`` False starts the control plane only;
     ``olm_crds`` False installs no ``operators.coreos.com`` CRDs (OLM's API)."""
-    return local.up(
+    return start_cluster(
         name,
         registry_port=registry_port,
         node=node,

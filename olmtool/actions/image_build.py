@@ -22,6 +22,7 @@ from olmtool.images import (
     Image,
     ImageSettings,
     ImageTarget,
+    LayerInfo,
     Reference,
     SavedImage,
     WheelSource,
@@ -32,7 +33,6 @@ from olmtool.images import (
     pull,
     save_image,
 )
-from olmtool.images.build import LayerInfo
 from olmtool.images.debian import python_base
 
 SCRATCH = "scratch"  # no base, like a Dockerfile's FROM scratch

@@ -32,10 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from olmtool.cluster import local
-from olmtool.cluster.target import local_cluster_of, resolve_target
-from olmtool.errors import ArgumentError, ClusterUnreachable, OlmtoolError
-from olmtool.images import parse_reference
+from olmtool.cluster import Cluster, local_cluster_of, resolve_target
+from olmtool.errors import ArgumentError, ClusterUnreachable, InputError, OlmtoolError
+from olmtool.images import Source, SourceKind, classify_source
 from olmtool.kube import OUTAGE_GRACE, Target, cluster_errors, describe
 from olmtool.olm import (
     CatalogSourceUnavailable,
@@ -47,7 +46,6 @@ from olmtool.olm import (
     default_channel,
     fetch_config,
     follow,
-    is_registry_address,
     remove_made,
     subscribe,
 )
@@ -103,21 +101,24 @@ def resolve_kubeconfig(kubeconfig: Path | None, name: str | None = None) -> Path
     return resolve_target(kubeconfig, name).kubeconfig
 
 
-def _catalog_kind(catalog: str) -> tuple[str, str]:
-    """("address", host:port) or ("image", reference)."""
-    if is_registry_address(catalog):
-        return "address", catalog
+def classify_catalog(catalog: str) -> Source:
+    """The catalog a client verb takes, by the one rule for sources
+    (:func:`olmtool.images.classify_source`): a directory, a registry address
+    (``host:port``) or a catalog image naming its registry; an OCI layout is not one."""
     try:
-        parse_reference(catalog)
-    except OlmtoolError:
+        source = classify_source(catalog, what="catalog", addresses=True)
+    except InputError as exc:
+        raise ArgumentError(str(exc), argument="catalog") from None
+    if source.kind is SourceKind.layout:
         raise ArgumentError(
-            f'"{catalog}" is neither a registry address (host:port) nor an image reference',
+            f'"{catalog}" is an OCI layout: push it to a registry and pass the image, or '
+            "pass the catalog directory",
             argument="catalog",
-        ) from None
-    return "image", catalog
+        )
+    return source
 
 
-def _registry_cluster(root: Path, target: Target) -> local.Cluster:
+def _registry_cluster(root: Path, target: Target) -> Cluster:
     """The local cluster of ``target`` (with a registry) a catalog directory goes to."""
     cluster = local_cluster_of(target)
     if cluster is None or not cluster.registry:
@@ -135,11 +136,11 @@ def _registry_cluster(root: Path, target: Target) -> local.Cluster:
     return cluster
 
 
-def _push_catalog_dir(root: Path, package: str, cluster: local.Cluster) -> str:
+def _push_catalog_dir(root: Path, package: str, cluster: Cluster) -> str:
     """The directory as a catalog image that serves (what ``catalog publish --image``
     builds: real OLM and the engine run it by its entrypoint) in the local cluster's
     registry; its reference under the registry's ``localhost:5000`` alias."""
-    from olmtool.catalog.publish import catalog_image
+    from olmtool.catalog import catalog_image
     from olmtool.images import push
 
     image = catalog_image(root, None)
@@ -219,11 +220,12 @@ def install(
     deadline = started + timeout
     probe_timeout = max(1.0, min(10.0, timeout * PROBE_SHARE))
     target = resolve_target(kubeconfig, name)
-    directory = Path(catalog) if Path(catalog).is_dir() else None
+    classified = classify_catalog(catalog)
+    directory = classified.path if classified.kind is SourceKind.directory else None
     if directory is not None:
         cluster = _registry_cluster(directory, target)
     else:
-        kind, source = _catalog_kind(catalog)
+        kind, source = classified.kind.value, catalog
     kube = connect_olm(target, outage_grace=OUTAGE_GRACE, progress=progress)
     try:
         if directory is not None:

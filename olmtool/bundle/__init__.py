@@ -40,11 +40,7 @@ __all__ = lazy_package(
         "olmtool.bundle.releases": ("ResolvedRelease",),
         "olmtool.bundle.settings": ("BundleSettings",),
         "olmtool.bundle.source": (
-            "Source",
-            "SourceKind",
             "bundle_directory",
-            "looks_like_path",
-            "names_registry",
             "open_bundle",
             "resolve_source",
             "unpacked_image",

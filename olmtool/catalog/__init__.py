@@ -5,9 +5,9 @@
 :mod:`~olmtool.catalog.declcfg` is the plain data model (one dataclass per schema),
 :mod:`~olmtool.catalog.load` reads a tree of blobs into it, :mod:`~olmtool.catalog.write`
 lays it out like ``opm migrate``, :mod:`~olmtool.catalog.validate` checks it as
-``opm validate`` does (and more), :mod:`~olmtool.catalog.render` turns bundles into
+``opm validate`` does (and more), :mod:`~olmtool.catalog.rendering` turns bundles into
 blobs, :mod:`~olmtool.catalog.templates` expands basic/semver templates,
-:mod:`~olmtool.catalog.publish` writes ``catalog/<package>/`` and
+:mod:`~olmtool.catalog.publishing` writes ``catalog/<package>/`` and
 :mod:`~olmtool.catalog.graph` draws upgrade graphs. Serving is :mod:`olmtool.serve`.
 """
 
@@ -16,6 +16,11 @@ from olmtool._lazy import lazy_package
 __all__ = lazy_package(
     __name__,
     {
+        "olmtool.catalog.bundle_checks": ("inspect_bundle",),
+        "olmtool.catalog.checks": (
+            "CHECKS",
+            "origin_of",
+        ),
         "olmtool.catalog.choices": (
             "CATALOG_SUITES",
             "BundlePayload",
@@ -23,8 +28,6 @@ __all__ = lazy_package(
             "GraphView",
             "OpmCompat",
         ),
-        "olmtool.catalog.bundle_checks": ("inspect_bundle",),
-        "olmtool.catalog.checks": ("CHECKS", "origin_of"),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
         "olmtool.catalog.error_tree": ("error_tree_lines",),
         "olmtool.catalog.findings": ("Finding",),
@@ -39,19 +42,34 @@ __all__ = lazy_package(
         ),
         "olmtool.catalog.load": (
             "LoadResult",
+            "RawBlob",
+            "catalog_files",
+            "decode_blob",
+            "iter_json_spans",
             "load_catalog",
             "load_catalog_strict",
+            "meta_keys",
+            "parse_blobs",
+            "read_catalog_text",
         ),
-        "olmtool.catalog.publish": (
+        "olmtool.catalog.mermaid_opm126": ("mermaid_v1_26",),
+        "olmtool.catalog.opmtext": (
+            "may_differ",
+            "object_text",
+            "raw_property_texts",
+            "yaml_value_text",
+        ),
+        "olmtool.catalog.publishing": (
             "AddResult",
             "PublishResult",
             "add_bundle",
             "catalog_image",
             "publish",
         ),
-        "olmtool.catalog.render": (
+        "olmtool.catalog.rendering": (
             "render",
             "render_bundle_dir",
+            "render_opened",
         ),
         "olmtool.catalog.settings": ("CatalogSettings",),
         "olmtool.catalog.templates": (

@@ -9,7 +9,7 @@ import semver
 
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.findings import Finding
-from olmtool.catalog.render import RenderedBundle
+from olmtool.catalog.rendering import RenderedBundle
 from olmtool.errors import InputError
 
 

@@ -21,11 +21,10 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from olmtool import yamlread
+from olmtool import gojson, yamlread
 from olmtool.bundle import Bundle as BundleFiles
 from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import gojson
 from olmtool.errors import InputError
 
 CSV_PROPERTIES_ANNOTATION = "olm.properties"

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from olmtool import yamlread
+from olmtool import gojson, yamlread
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import gojson, load
+from olmtool.catalog import load
 from olmtool.errors import InputError, display_path
 from olmtool.safefiles import read_regular
 

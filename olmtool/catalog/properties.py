@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from olmtool import gojson
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import gojson
 
 _RELEASE_IDENTIFIER = re.compile(r"^(0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)$")
 MAX_RELEASE_LENGTH = 20

@@ -64,7 +64,7 @@ ISSUES = "https://github.com/olmtool/olmtool/issues"
 
 def _local_cluster_login(registry: str) -> Credentials | None:
     """A running local cluster's registry login (its module is imported on first push)."""
-    from olmtool.cluster.registryauth import registry_credentials
+    from olmtool.cluster import registry_credentials
 
     return registry_credentials(registry)
 

@@ -19,9 +19,9 @@ from olmtool.errors import UsageError
 
 
 def _actions():  # the Kubernetes client is imported only when a command runs
-    from olmtool.actions import install
+    from olmtool import actions
 
-    return install
+    return actions
 
 
 KubeconfigOption = typer.Option(

@@ -74,10 +74,10 @@ def init(
 
       olmtool init foo --package foo-operator --group demo.example.com --kind Widget
     """
-    from olmtool.actions import project_init
+    from olmtool import actions
 
     package, group, kind = _complete(directory, package, group, kind, domain)
-    result = project_init(
+    result = actions.project_init(
         directory,
         package=package,
         group=group,

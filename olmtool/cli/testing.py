@@ -20,8 +20,7 @@ from olmtool.cli.output import (
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from olmtool.olm.resolver import UpgradePlan
-    from olmtool.olm.upgrade_report import UpgradeReport
+    from olmtool.olm import UpgradePlan, UpgradeReport
 
 app = typer.Typer(
     help="Test what OLM will do with a catalog (upgrade paths).", no_args_is_help=True
@@ -102,14 +101,14 @@ def upgrade(
 
     olmtool test upgrade --catalog catalog --package etcd-operator --from 0.2.0 --name dev
     """
-    from olmtool.actions.upgrade_test import upgrade_test, upgrade_test_dynamic
+    from olmtool import actions
     from olmtool.cli.install import check_cluster_flags
 
     if start or every:
         check_cluster_flags(kubeconfig, name)
         report = with_progress(
             f"upgrading {package}",
-            upgrade_test_dynamic,
+            actions.upgrade_test_dynamic,
             catalog=catalog,
             package=package,
             channel=channel or None,
@@ -128,7 +127,7 @@ def upgrade(
         emit(report.as_dict(), output, lambda: print_report(report))
         exit_if(not report.passed)
         return
-    plan = upgrade_test(catalog, package, channel or None)
+    plan = actions.upgrade_test(catalog, package, channel or None)
     emit(plan.as_dict(), output, lambda: print_plan(plan))
     exit_if(not plan.passed)
 
@@ -159,7 +158,7 @@ def summary_table(report: UpgradeReport) -> Table:
     folded into fragments; a long version is folded only where nothing else fits."""
     from rich.table import Table
 
-    from olmtool.olm.upgrade_report import run_seconds
+    from olmtool.olm import run_seconds
 
     table = Table(
         title=f"{report.package} channel {report.channel} -> {report.head}", title_justify="left"

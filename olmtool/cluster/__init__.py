@@ -10,7 +10,6 @@ from olmtool._lazy import lazy_package
 __all__ = lazy_package(
     __name__,
     {
-        "olmtool.cluster.defaults": ("DEFAULT_NAME", "DEFAULT_REGISTRY_PORT"),
         "olmtool.cluster.assets": (
             "AssetsError",
             "build_assets",
@@ -25,11 +24,33 @@ __all__ = lazy_package(
             "ControlPlaneError",
             "start_apiserver",
         ),
+        "olmtool.cluster.defaults": (
+            "DEFAULT_NAME",
+            "DEFAULT_REGISTRY_PORT",
+        ),
+        "olmtool.cluster.lifecycle": (
+            "Cluster",
+            "ClusterError",
+            "ClusterStatus",
+            "down",
+            "load_image",
+            "node_ready",
+            "read_cluster",
+            "require_cluster",
+            "status",
+            "up",
+        ),
         "olmtool.cluster.network": (
             "ClusterNetwork",
             "NetworkError",
             "claim_network",
             "release_network",
+        ),
+        "olmtool.cluster.registryauth": ("registry_credentials",),
+        "olmtool.cluster.target": (
+            "local_cluster_of",
+            "resolve_kubeconfig",
+            "resolve_target",
         ),
     },
 )

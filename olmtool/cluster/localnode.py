@@ -35,7 +35,7 @@ from olmtool.cluster.standins import load
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from olmtool.cluster.local import Cluster
+    from olmtool.cluster.lifecycle import Cluster
 
 NODE_NAME = "olmtool-node"
 # the node's components, in the order they start

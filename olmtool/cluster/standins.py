@@ -21,7 +21,7 @@ from pathlib import Path
 
 from olmtool.cluster.registryauth import RegistryLogin
 from olmtool.errors import InputError
-from olmtool.images.reference import parse_reference
+from olmtool.images import parse_reference
 
 Progress = Callable[[str], None]
 
@@ -73,7 +73,7 @@ def layout_of(source: Path, scratch: Path) -> Path:
 def load(source: Path, reference: str, import_layout: Callable[[Path, str], None]) -> str:
     """Import the image of ``source`` (its only or first manifest) into the node as
     ``reference`` (normalised, ``docker.io/library/`` added as Kubernetes does)."""
-    from olmtool.images.image import read_oci_layout, write_oci_layout
+    from olmtool.images import read_oci_layout, write_oci_layout
 
     parsed = parse_reference(reference)
     if parsed.digest:

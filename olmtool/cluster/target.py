@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.errors import ArgumentError, KubeconfigError
 from olmtool.kube import Target, from_environment
 
@@ -24,38 +24,38 @@ def resolve_target(kubeconfig: Path | None = None, name: str | None = None) -> T
     if kubeconfig is not None:
         return Target(Path(kubeconfig))
     if name:
-        cluster = local.read_cluster(name)
+        cluster = lifecycle.read_cluster(name)
         if cluster is None:
-            raise local.ClusterError(
+            raise lifecycle.ClusterError(
                 f"no local cluster named {name!r} (start one: olmtool cluster up --name {name})"
             )
         return Target(Path(cluster.kubeconfig), f"local cluster {name}")
     if (from_env := from_environment()) is not None:
         return from_env
-    cluster = local.read_cluster(local.DEFAULT_NAME)
+    cluster = lifecycle.read_cluster(lifecycle.DEFAULT_NAME)
     if cluster is None:
         raise KubeconfigError(
             f"no kubeconfig given, $KUBECONFIG is not set and there is no local cluster "
-            f"{local.DEFAULT_NAME!r} (start one: olmtool cluster up)"
+            f"{lifecycle.DEFAULT_NAME!r} (start one: olmtool cluster up)"
         )
-    return Target(Path(cluster.kubeconfig), f"local cluster {local.DEFAULT_NAME}")
+    return Target(Path(cluster.kubeconfig), f"local cluster {lifecycle.DEFAULT_NAME}")
 
 
 def resolve_kubeconfig(kubeconfig: Path | None = None, name: str | None = None) -> Path:
     return resolve_target(kubeconfig, name).kubeconfig
 
 
-def local_cluster_of(target: Target) -> local.Cluster | None:
+def local_cluster_of(target: Target) -> lifecycle.Cluster | None:
     """The local cluster whose kubeconfig ``target`` is (by resolved path), if any."""
     try:
         wanted = target.kubeconfig.resolve()
     except (OSError, RuntimeError):
         return None
-    root = local.clusters_root()
+    root = lifecycle.clusters_root()
     names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     for name in names:
         try:
-            cluster = local.read_cluster(name)
+            cluster = lifecycle.read_cluster(name)
         except (OSError, ValueError, TypeError, ArgumentError):  # not a cluster's state
             continue
         if cluster is not None and Path(cluster.kubeconfig).resolve() == wanted:

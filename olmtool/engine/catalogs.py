@@ -31,9 +31,15 @@ from olmtool.engine.objects import (
     short_hash,
 )
 from olmtool.errors import OlmtoolError
-from olmtool.olm import resolver
-from olmtool.olm.source import READY, CatalogSourceUnavailable, fetch_config, fetch_manifests
-from olmtool.olm.source import probe as probe_address
+from olmtool.olm import (
+    READY,
+    CatalogSource,
+    CatalogSourceUnavailable,
+    ResolvedBundle,
+    fetch_config,
+    fetch_manifests,
+)
+from olmtool.olm import probe as probe_address
 
 if TYPE_CHECKING:
     from olmtool.kube import Kube
@@ -204,9 +210,9 @@ class Catalogs:
 
     # what the resolver and the InstallPlans read
 
-    def visible(self, namespace: str, global_namespace: str) -> list[resolver.CatalogSource]:
+    def visible(self, namespace: str, global_namespace: str) -> list[CatalogSource]:
         return [
-            resolver.CatalogSource(s.name, s.namespace, s.model, s.priority)
+            CatalogSource(s.name, s.namespace, s.model, s.priority)
             for s in self.sources.values()
             if s.model is not None and s.namespace in (namespace, global_namespace)
         ]
@@ -214,7 +220,7 @@ class Catalogs:
     def state_of(self, namespace: str, name: str) -> SourceState | None:
         return self.sources.get((namespace, name))
 
-    def manifests(self, namespace: str, name: str, bundle: resolver.ResolvedBundle) -> list[JSON]:
+    def manifests(self, namespace: str, name: str, bundle: ResolvedBundle) -> list[JSON]:
         """The bundle's manifests, CSV first: inline from the registry, else pulled from
         its bundle image (where OLM runs an unpack Job)."""
         state = self.sources.get((namespace, name))
@@ -228,7 +234,7 @@ class Catalogs:
         state.manifests[bundle.name] = found
         return found
 
-    def properties(self, bundle: resolver.ResolvedBundle) -> list[JSON]:
+    def properties(self, bundle: ResolvedBundle) -> list[JSON]:
         """The bundle's properties as the registry serves them (without its objects)."""
         state = self.sources.get((bundle.catalog_namespace, bundle.catalog))
         if state is None or state.config is None:
@@ -242,8 +248,8 @@ class Catalogs:
                 ]
         return []
 
-    def _unpack(self, bundle: resolver.ResolvedBundle) -> list[JSON]:
-        from olmtool.catalog.render import render_opened  # pulls images: loaded on demand
+    def _unpack(self, bundle: ResolvedBundle) -> list[JSON]:
+        from olmtool.catalog import render_opened  # pulls images: loaded on demand
 
         if not bundle.image:
             raise CatalogSourceUnavailable(f"bundle {bundle.name} has neither objects nor an image")

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from olmtool.engine.objects import JSON, name_of, short_hash, split_api_version
-from olmtool.olm.resolver import ResolvedBundle
+from olmtool.olm import ResolvedBundle
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 

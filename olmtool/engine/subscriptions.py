@@ -1,6 +1,6 @@
 """Subscriptions: resolve each namespace, create its InstallPlan, keep the status current.
 
-One resolution per namespace (:func:`olmtool.olm.resolver.resolve_namespace`) over the
+One resolution per namespace (:func:`olmtool.olm.resolve_namespace`) over the
 CatalogSources the namespace sees (its own and the global namespace's). What it installs
 becomes one InstallPlan for all CSVs at once (Manual if any Subscription there is Manual),
 owned by the namespace's Subscriptions; a plan for the same CSVs is never made twice.
@@ -43,8 +43,13 @@ from olmtool.engine.objects import (
 )
 from olmtool.engine.steps import build_steps, dependency_subscription
 from olmtool.errors import OlmtoolError
-from olmtool.olm import resolver
-from olmtool.olm.source import CatalogSourceUnavailable
+from olmtool.olm import (
+    CatalogSourceUnavailable,
+    InstalledCSV,
+    ResolvedBundle,
+    Subscription,
+    resolve_namespace,
+)
 
 if TYPE_CHECKING:
     from olmtool.kube import Kube
@@ -65,7 +70,7 @@ class Namespace:
     plans: list[JSON]
 
 
-def installed_csvs(csvs: Iterable[JSON]) -> list[resolver.InstalledCSV]:
+def installed_csvs(csvs: Iterable[JSON]) -> list[InstalledCSV]:
     """The namespace's own CSVs (not copies) as the resolver reads them."""
     found = []
     for csv in csvs:
@@ -81,9 +86,7 @@ def installed_csvs(csvs: Iterable[JSON]) -> list[resolver.InstalledCSV]:
             )
             for o in owned
         )
-        found.append(
-            resolver.InstalledCSV(name_of(csv), str(spec.get("version") or ""), "", provides)
-        )
+        found.append(InstalledCSV(name_of(csv), str(spec.get("version") or ""), "", provides))
     return found
 
 
@@ -114,7 +117,7 @@ class Subscriptions:
                 status = self._status(sub, health, namespace.plans, None)
                 self._write(sub, self._with_csvs(status, wanted, None, csv_names))
             return
-        resolution = resolver.resolve_namespace(
+        resolution = resolve_namespace(
             namespace.name,
             self.catalogs.visible(namespace.name, self.global_namespace),
             inputs,
@@ -151,7 +154,7 @@ class Subscriptions:
         delay = min(MAX_BACKOFF, max(1.0, delay * 2))
         self._backoff[namespace] = (time.monotonic() + delay, delay)
 
-    def _installing(self, inputs: list[resolver.Subscription], namespace: Namespace) -> bool:
+    def _installing(self, inputs: list[Subscription], namespace: Namespace) -> bool:
         """Whether a Subscription's installed CSV is still on its way to Succeeded."""
         phases = {
             name_of(c): (c.get("status") or {}).get("phase", "")
@@ -166,9 +169,7 @@ class Subscriptions:
 
     # --- inputs -----------------------------------------------------------------------------
 
-    def _resolver_input(
-        self, sub: JSON, csv_names: set[str], namespace: Namespace
-    ) -> resolver.Subscription:
+    def _resolver_input(self, sub: JSON, csv_names: set[str], namespace: Namespace) -> Subscription:
         spec = sub.get("spec") or {}
         status = sub.get("status") or {}
         installed = status.get("installedCSV") or ""
@@ -179,7 +180,7 @@ class Subscriptions:
             installed = current  # the CSV exists: OLM records it as installed
         if not installed and not current:
             installed = self._adoptable(spec, csv_names)
-        return resolver.Subscription(
+        return Subscription(
             name=name_of(sub),
             package=str(spec.get("name") or ""),
             source=str(spec.get("source") or ""),
@@ -236,7 +237,7 @@ class Subscriptions:
     # --- InstallPlans ----------------------------------------------------------------------
 
     def _plan_for(
-        self, namespace: Namespace, subs: list[JSON], bundles: list[resolver.ResolvedBundle]
+        self, namespace: Namespace, subs: list[JSON], bundles: list[ResolvedBundle]
     ) -> JSON:
         names = sorted(b.name for b in bundles)
         for plan in namespace.plans:
@@ -327,8 +328,8 @@ class Subscriptions:
     def _with_csvs(
         self,
         status: JSON,
-        wanted: resolver.Subscription,
-        bundle: resolver.ResolvedBundle | None,
+        wanted: Subscription,
+        bundle: ResolvedBundle | None,
         csv_names: set[str],
     ) -> JSON:
         installed = wanted.installed_csv

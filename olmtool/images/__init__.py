@@ -12,6 +12,7 @@ __all__ = lazy_package(
     {
         "olmtool.images.build": (
             "ImageSettings",
+            "LayerInfo",
             "OperatorImage",
             "PipError",
             "WheelSource",
@@ -19,6 +20,11 @@ __all__ = lazy_package(
             "bundle_tags",
             "lock_requirements",
             "provenance",
+        ),
+        "olmtool.images.build.compose": ("gzip_layer",),
+        "olmtool.images.catalogimage": (
+            "configs_on_base",
+            "serving_image",
         ),
         "olmtool.images.credentials": (
             "CredentialSource",
@@ -35,6 +41,7 @@ __all__ = lazy_package(
             "push",
         ),
         "olmtool.images.image": (
+            "EPOCH",
             "Blob",
             "Image",
             "assemble_image",
@@ -42,11 +49,13 @@ __all__ = lazy_package(
             "digest_of",
             "layer_tar",
             "read_oci_layout",
+            "stack_image",
             "write_oci_layout",
         ),
         "olmtool.images.localregistry": (
             "LocalRegistry",
             "LocalRegistryError",
+            "RegistryPortTaken",
             "find_registry_binary",
             "start_registry",
         ),
@@ -60,6 +69,18 @@ __all__ = lazy_package(
             "ImageTarget",
             "SavedImage",
             "save_image",
+        ),
+        "olmtool.images.sources": (
+            "LAYOUT_PREFIX",
+            "PATH_PREFIXES",
+            "Source",
+            "SourceKind",
+            "classify_source",
+            "existing_directory",
+            "is_registry_address",
+            "looks_like_path",
+            "missing_directory",
+            "names_registry",
         ),
     },
 )

@@ -198,26 +198,82 @@ def assemble_image(
     for key, value in labels.items():
         if not isinstance(key, str) or not isinstance(value, str):
             raise InputError(f"image label {key!r}: keys and values must be strings")
-    compressed = tuple(gzip.compress(tar, mtime=0) for tar in layers)
-    config = canonical_json(
+    blobs = [gzip.compress(tar, mtime=0) for tar in layers]
+    history = [{"created": EPOCH, "created_by": "olmtool"} for _ in layers]
+    diff_ids = [digest_of(tar) for tar in layers]
+    config = {"Labels": dict(labels)}
+    return stack_image(
+        None, blobs, diff_ids, config, history, EPOCH, architecture=architecture, os=os
+    )
+
+
+# Layer media types of Docker's manifests and their OCI names (same bytes).
+_OCI_LAYER_TYPES = {
+    "application/vnd.docker.image.rootfs.diff.tar.gzip": OCI_LAYER_GZIP,
+    "application/vnd.docker.image.rootfs.diff.tar": OCI_LAYER,
+    OCI_LAYER_GZIP: OCI_LAYER_GZIP,
+    OCI_LAYER: OCI_LAYER,
+}
+
+
+def stack_image(
+    base: Image | None,
+    blobs: Sequence[bytes],
+    diff_ids: Sequence[str],
+    config: Mapping[str, Any],
+    history: Sequence[Mapping[str, Any]],
+    created: str,
+    *,
+    architecture: str = "amd64",
+    os: str = "linux",
+) -> Image:
+    """An OCI image of ``base``'s layers (kept byte for byte) and ours (gzipped tars
+    ``blobs`` whose uncompressed digests are ``diff_ids``): the one place an image's
+    config and manifest are assembled."""
+    base_descriptors, base_diff_ids, base_history = _base_parts(base)
+    document = canonical_json(
         {
             "architecture": architecture,
             "os": os,
-            "created": EPOCH,
-            "config": {"Labels": dict(labels)},
-            "rootfs": {"type": "layers", "diff_ids": [digest_of(tar) for tar in layers]},
-            "history": [{"created": EPOCH, "created_by": "olmtool"} for _ in layers],
+            "created": created,
+            "config": dict(config),
+            "rootfs": {"type": "layers", "diff_ids": [*base_diff_ids, *diff_ids]},
+            "history": [*base_history, *history],
         }
     )
+    layers = [*base_descriptors, *(_descriptor(OCI_LAYER_GZIP, blob) for blob in blobs)]
     manifest = canonical_json(
         {
             "schemaVersion": 2,
             "mediaType": OCI_MANIFEST,
-            "config": _descriptor(OCI_CONFIG, config),
-            "layers": [_descriptor(OCI_LAYER_GZIP, blob) for blob in compressed],
+            "config": _descriptor(OCI_CONFIG, document),
+            "layers": layers,
         }
     )
-    return Image(manifest, config, compressed, OCI_MANIFEST)
+    base_blobs = base.layers if base else ()
+    return Image(manifest, document, (*base_blobs, *blobs), OCI_MANIFEST)
+
+
+def _base_parts(base: Image | None) -> tuple[list[dict[str, Any]], list[str], list[Any]]:
+    """The base's layer descriptors (OCI media types), diff_ids and history.
+
+    diff_ids are digests of the *uncompressed* layers; the base config lists them, and
+    they are checked against the layer count (a base without them is refused).
+    """
+    if base is None:
+        return [], [], []
+    descriptors = []
+    for layer in base.manifest_json["layers"]:
+        media_type = _OCI_LAYER_TYPES.get(layer.get("mediaType", ""))
+        if media_type is None:
+            raise InputError(f"base image layer type {layer.get('mediaType')!r} is not supported")
+        descriptors.append({**layer, "mediaType": media_type})
+    diff_ids = list((base.config_json.get("rootfs") or {}).get("diff_ids") or [])
+    if len(diff_ids) != len(descriptors):
+        raise InputError(
+            f"base image config lists {len(diff_ids)} diff_ids for {len(descriptors)} layers"
+        )
+    return descriptors, diff_ids, list(base.config_json.get("history") or [])
 
 
 def parse_manifest(data: bytes, media_type: str | None = None) -> dict[str, Any]:

@@ -9,7 +9,16 @@ __all__ = lazy_package(
     __name__,
     {
         "olmtool.olm.crdfiles": ("olm_crds",),
-        "olmtool.olm.discovery": ("OLM_API", "connect_olm", "require_olm"),
+        "olmtool.olm.discovery": (
+            "OLM_API",
+            "connect_olm",
+            "require_olm",
+        ),
+        "olmtool.olm.removal": (
+            "csv_names",
+            "remove_made",
+            "uninstall",
+        ),
         "olmtool.olm.resolver": (
             "CONSTRAINTS_NOT_SATISFIABLE",
             "ERROR_PREVENTED_RESOLUTION",
@@ -28,15 +37,15 @@ __all__ = lazy_package(
             "upgrade_plan",
         ),
         "olmtool.olm.source": (
+            "READY",
             "CatalogSourceUnavailable",
             "Connection",
             "default_channel",
             "fetch_config",
             "fetch_manifests",
-            "is_registry_address",
             "probe",
         ),
-        "olmtool.olm.subscribe": (
+        "olmtool.olm.subscription": (
             "InstallFailed",
             "InstallMode",
             "Made",
@@ -47,6 +56,17 @@ __all__ = lazy_package(
             "follow",
             "subscribe",
         ),
-        "olmtool.olm.removal": ("csv_names", "remove_made", "uninstall"),
+        "olmtool.olm.upgrade_report": (
+            "UpgradeReport",
+            "run_seconds",
+            "write_junit",
+        ),
+        "olmtool.olm.upgrade_run": (
+            "EXAMPLES",
+            "Probe",
+            "UpgradeRun",
+            "clean_up",
+            "run_upgrade",
+        ),
     },
 )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.olm.discovery import Discovery
-from olmtool.olm.subscribe import CREATED_BY, JSON, Made, _path, label_selector
+from olmtool.olm.subscription import CREATED_BY, JSON, Made, _path, label_selector
 
 if TYPE_CHECKING:
     from olmtool.kube import Kube

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,9 +22,8 @@ import grpc
 
 from olmtool.catalog import declcfg as dc
 from olmtool.errors import OlmtoolError
-from olmtool.serve.proto import registry_pb2, registry_pb2_grpc
+from olmtool.proto import registry_pb2, registry_pb2_grpc
 
-_ADDRESS = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d+$")
 READY = "READY"
 TRANSIENT_FAILURE = "TRANSIENT_FAILURE"
 
@@ -40,11 +38,6 @@ class Connection:
 
     address: str
     last_observed_state: str
-
-
-def is_registry_address(text: str) -> bool:
-    """``host:port`` (a registry server to dial), as opposed to a path or an image."""
-    return bool(_ADDRESS.match(text)) and "/" not in text
 
 
 def probe(address: str, timeout: float = 5.0) -> Connection:

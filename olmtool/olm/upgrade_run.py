@@ -36,7 +36,7 @@ from kubernetes.client.exceptions import ApiException
 
 from olmtool.olm.discovery import Discovery
 from olmtool.olm.source import CatalogSourceUnavailable, default_channel
-from olmtool.olm.subscribe import (
+from olmtool.olm.subscription import (
     InstallFailed,
     InstallMode,
     SubscriptionSpec,

@@ -6,14 +6,14 @@ OLM v1, from one memory-lean index (:mod:`olmtool.serve.index`). In-process use:
 
     import grpc
     from olmtool.serve import start_server
-    from olmtool.serve.proto import registry_pb2, registry_pb2_grpc
+    from olmtool.proto import registry_pb2, registry_pb2_grpc
 
     with start_server("catalog/", grpc_port=0, http_port=0) as server:
         stub = registry_pb2_grpc.RegistryStub(grpc.insecure_channel(server.grpc_address))
         package = stub.GetPackage(registry_pb2.GetPackageRequest(name="etcd"))
         print(package.defaultChannelName, server.catalog_url + "/api/v1/all")
 
-The wire contract is ``olmtool/serve/proto/registry.proto``.
+The wire contract is ``olmtool/proto/registry.proto``.
 """
 
 from __future__ import annotations

@@ -28,15 +28,16 @@ import json
 import re
 from typing import Any
 
-from olmtool import yamlread
+from olmtool import gojson, yamlread
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import gojson, opmtext
+from olmtool.catalog import object_text as opm_object_text
+from olmtool.catalog import yaml_value_text
 from olmtool.errors import InputError
 
 CSV_KIND = "ClusterServiceVersion"
 CSV_API_VERSION = "operators.coreos.com/v1alpha1"
 
-object_text = opmtext.object_text  # yaml.ToJSON: JSON data as it is, YAML as json.Marshal
+object_text = opm_object_text  # yaml.ToJSON: JSON data as it is, YAML as json.Marshal
 
 
 def is_csv(text: str) -> bool:
@@ -83,7 +84,7 @@ def property_text(prop: dc.Property, *, yaml_source: bool, raw: str | None = Non
     if raw is not None:
         return raw
     if yaml_source:
-        return opmtext.yaml_value_text(prop.value)
+        return yaml_value_text(prop.value)
     return dc.to_json(prop.value, indent=None)
 
 

@@ -34,6 +34,8 @@ from grpc_reflection.v1alpha import reflection
 from olmtool.catalog import OpmCompat
 from olmtool.catalog import declcfg as dc
 from olmtool.errors import InputError, InternalError
+from olmtool.proto import registry_pb2 as pb
+from olmtool.proto import registry_pb2_grpc as pb_grpc
 from olmtool.serve import apitext
 from olmtool.serve.index import (
     GVK,
@@ -51,8 +53,6 @@ from olmtool.serve.limits import (
     bounded,
     busy_message,
 )
-from olmtool.serve.proto import registry_pb2 as pb
-from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["Registry"].full_name  # "api.Registry"
 # Not part of the API: olm.bundle.object would double a CSV projected into annotations.

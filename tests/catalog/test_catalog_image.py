@@ -24,8 +24,8 @@ import pytest
 
 import olmtool.images.debian
 from olmtool.actions import ImageTarget, catalog_publish
-from olmtool.catalog.publish import OPM_CMD, SERVE_CMD, SERVE_ENTRYPOINT, catalog_image
-from olmtool.catalog.render import CATALOG_LABEL
+from olmtool.catalog.publishing import OPM_CMD, SERVE_CMD, SERVE_ENTRYPOINT, catalog_image
+from olmtool.catalog.rendering import CATALOG_LABEL
 from olmtool.cli.output import error_line
 from olmtool.errors import ArgumentError
 from olmtool.images import Image, LocalRegistry, push, read_oci_layout

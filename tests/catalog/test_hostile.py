@@ -20,7 +20,7 @@ from olmtool.catalog.load import (
     load_catalog_strict,
     parse_blobs,
 )
-from olmtool.catalog.render import _image_catalog
+from olmtool.catalog.rendering import _image_catalog
 from olmtool.catalog.templates.documents import read_documents
 from olmtool.errors import InputError
 from tests.catalog.test_cli_validate import validate

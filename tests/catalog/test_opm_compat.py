@@ -21,9 +21,9 @@ from olmtool.actions import GraphView, catalog_graph, catalog_render
 from olmtool.bundle.model import load_bundle
 from olmtool.catalog import CatalogFormat, OpmCompat, render_config
 from olmtool.catalog.load import load_catalog_strict
-from olmtool.catalog.mermaid126 import mermaid_v1_26
+from olmtool.catalog.mermaid_opm126 import mermaid_v1_26
 from olmtool.catalog.templates import load_template, render_template
-from olmtool.catalog.templates.semver126 import semver_channels_v1_26
+from olmtool.catalog.templates.semver_opm126 import semver_channels_v1_26
 from olmtool.errors import ArgumentError, InputError
 from olmtool.images import build_image
 from olmtool.versions import parse_version

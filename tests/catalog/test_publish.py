@@ -15,8 +15,8 @@ import pytest
 
 from olmtool.actions import ImageTarget, catalog_add, catalog_publish
 from olmtool.catalog.load import load_catalog, load_catalog_strict
-from olmtool.catalog.publish import catalog_image, dockerfile
-from olmtool.catalog.render import CATALOG_LABEL
+from olmtool.catalog.publishing import catalog_image, dockerfile
+from olmtool.catalog.rendering import CATALOG_LABEL
 from olmtool.cli.output import error_line
 from olmtool.errors import ArgumentError, InputError, OlmtoolError
 from olmtool.fsutil import read_tree

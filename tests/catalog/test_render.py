@@ -17,8 +17,8 @@ from olmtool.bundle.model import load_bundle
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import opm_bundle
 from olmtool.catalog.load import parse_blobs
-from olmtool.catalog.publish import catalog_image
-from olmtool.catalog.render import BundlePayload, render, render_bundle_dir
+from olmtool.catalog.publishing import catalog_image
+from olmtool.catalog.rendering import BundlePayload, render, render_bundle_dir
 from olmtool.errors import ArgumentError, InputError, OlmtoolError
 from olmtool.images import LocalRegistry, build_image, push
 from tests.catalog.test_cli_validate import cli

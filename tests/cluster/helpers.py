@@ -56,7 +56,7 @@ OPERATOR_CONFIG = {
 def runnable_operator_image() -> Image:
     """``OPERATOR_FILES`` on olmtool's Python base (built from Debian packages): an image
     a real node runs (``python_image`` alone has no interpreter)."""
-    from olmtool.images.build.compose import compressed, stack
+    from olmtool.images import gzip_layer, stack_image
     from olmtool.images.debian import python_base
     from olmtool.images.image import EPOCH
 
@@ -64,4 +64,6 @@ def runnable_operator_image() -> Image:
     env = [*OPERATOR_CONFIG["Env"], "PYTHONPATH=/usr/local/lib/python3.11/site-packages"]
     config = {**OPERATOR_CONFIG, "Env": env, "User": "65532"}
     history = [{"created": EPOCH, "created_by": "tests: hello-op"}]
-    return stack(python_base().image, [compressed(tar)], [digest_of(tar)], config, history, EPOCH)
+    return stack_image(
+        python_base().image, [gzip_layer(tar)], [digest_of(tar)], config, history, EPOCH
+    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.cluster.controlplane import ControlPlane
 from olmtool.kube import Kube
 
@@ -24,8 +24,8 @@ class Cluster:
     kube: Kube
     state_dir: Path
     registry: str | None  # the cluster's image registry (host:port)
-    local: local.Cluster  # what `cluster up` recorded
-    root: Path  # the clusters folder it lives in (local.up's root=)
+    local: lifecycle.Cluster  # what `cluster up` recorded
+    root: Path  # the clusters folder it lives in (lifecycle.up's root=)
 
     @property
     def name(self) -> str:

@@ -39,8 +39,15 @@ from typing import Any
 
 import pytest
 
-from olmtool.images import Image, layer_tar, parse_reference, read_oci_layout, write_oci_layout
-from olmtool.images.build.compose import compressed, stack
+from olmtool.images import (
+    Image,
+    gzip_layer,
+    layer_tar,
+    parse_reference,
+    read_oci_layout,
+    stack_image,
+    write_oci_layout,
+)
 from olmtool.images.build.wheels import cache_dir
 from olmtool.images.debian import RECIPES, BuiltImage, build_recipe, python_base
 from olmtool.images.image import EPOCH, digest_of
@@ -226,9 +233,9 @@ def _assemble(recipe: _Recipe) -> Image:
         {"created": EPOCH, "created_by": f"tests/e2e/peerimages.py: {layer.name}"}
         for layer in recipe.layers
     ]
-    blobs = [compressed(layer.tar) for layer in recipe.layers]
+    blobs = [gzip_layer(layer.tar) for layer in recipe.layers]
     diff_ids = [digest_of(layer.tar) for layer in recipe.layers]
-    return stack(recipe.base.image, blobs, diff_ids, recipe.config, history, EPOCH)
+    return stack_image(recipe.base.image, blobs, diff_ids, recipe.config, history, EPOCH)
 
 
 def _build(recipe: _Recipe, cache: Path | None) -> PeerImage:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from olmtool.actions import cluster_down, cluster_up
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.kube import Kube
 from olmtool.ports import free_port
 from olmtool.serve import start_server
@@ -115,7 +115,7 @@ def test_test_upgrade_rides_out_an_apiserver_kill_during_a_hop(
                 os.killpg(run.pid, signal.SIGKILL)
             raise AssertionError(finished(run, 10)[1]) from None
         assert run.poll() is None, f"test upgrade ended before the hop:\n{finished(run, 1)[1]}"
-        apiserver = local.read_cluster("resilient").components["kube-apiserver"]
+        apiserver = lifecycle.read_cluster("resilient").components["kube-apiserver"]
         os.kill(apiserver.pid, signal.SIGKILL)
         time.sleep(3)  # an outage of some seconds, as a crash and a restart take
         cluster_up("resilient", registry_port=0)  # (the recorded port is kept)

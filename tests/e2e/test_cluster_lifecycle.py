@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from olmtool.actions import cluster_down, cluster_kubeconfig, cluster_status, cluster_up
-from olmtool.cluster import ClusterNetwork, local
+from olmtool.cluster import ClusterNetwork, lifecycle
 from olmtool.cluster.network import default_claims_dir
 from olmtool.errors import InputError
 from olmtool.images import Credentials, ImageTarget, RegistryError, pull, push, save_image
@@ -109,13 +109,13 @@ def test_up_is_idempotent_down_stops_and_a_restart_keeps_data(
 
 def test_a_missing_cluster_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLMTOOL_CLUSTERS_DIR", str(tmp_path / "clusters"))
-    with pytest.raises(local.ClusterError) as status:
+    with pytest.raises(lifecycle.ClusterError) as status:
         cluster_status("nope")
     assert str(status.value) == MISSING
-    with pytest.raises(local.ClusterError) as kubeconfig:
+    with pytest.raises(lifecycle.ClusterError) as kubeconfig:
         cluster_kubeconfig("nope")
     assert str(kubeconfig.value) == MISSING
-    with pytest.raises(local.ClusterError, match="no cluster named 'nope' \\(looked in "):
+    with pytest.raises(lifecycle.ClusterError, match="no cluster named 'nope' \\(looked in "):
         cluster_down("nope")
     result = cli("cluster", "status", "--name", "nope")
     assert (result.returncode, result.error) == (1, MISSING)
@@ -169,7 +169,7 @@ def test_cli_up_json_kubeconfig_down(clusters: Path) -> None:
 
 @dataclass
 class Full:
-    cluster: local.Cluster
+    cluster: lifecycle.Cluster
     assets: Path
     state: Path
     kube: Kube
@@ -178,7 +178,7 @@ class Full:
         return json.loads((self.state / "ports.json").read_text())
 
     def pids(self) -> dict[str, int]:
-        recorded = local.read_cluster("full")
+        recorded = lifecycle.read_cluster("full")
         assert recorded is not None
         return {name: component.pid for name, component in recorded.components.items()}
 
@@ -201,7 +201,7 @@ def full(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             yield Full(cluster, kube_assets, root / "full", kube)
             kube.close()
         finally:
-            with contextlib.suppress(local.ClusterError):
+            with contextlib.suppress(lifecycle.ClusterError):
                 cluster_down("full", delete=True)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.cluster.olmcrds import CRDS, Api, established
 from olmtool.olm.crdfiles import olm_crds
 from tests.catalog.test_cli_validate import cli
@@ -25,13 +25,15 @@ CATALOG = Path(__file__).resolve().parents[2] / "catalog"
 NAMES = sorted(crd["metadata"]["name"] for crd in olm_crds())
 
 
-def _api(cluster: local.Cluster) -> Api:
+def _api(cluster: lifecycle.Cluster) -> Api:
     return Api(cluster.server, cluster.ca_file, cluster.token)
 
 
-def _up(root: Path, name: str, assets: Path, **options: bool) -> local.Cluster:
+def _up(root: Path, name: str, assets: Path, **options: bool) -> lifecycle.Cluster:
     started = time.monotonic()
-    cluster = local.up(name, root=root, assets=assets, registry_port=None, node=False, **options)
+    cluster = lifecycle.up(
+        name, root=root, assets=assets, registry_port=None, node=False, **options
+    )
     print(f"\ncluster up {options or ''}: {time.monotonic() - started:.2f}s")
     return cluster
 
@@ -45,7 +47,7 @@ def test_up_installs_olm_crds_established(kube_assets: Path, tmp_path: Path) -> 
         served = api.request("GET", "/apis/operators.coreos.com/v1alpha1")
         kinds = {r["kind"] for r in served["resources"] if "/" not in r["name"]}
         assert kinds == {"CatalogSource", "ClusterServiceVersion", "InstallPlan", "Subscription"}
-        status = local.status("olm", root=tmp_path)
+        status = lifecycle.status("olm", root=tmp_path)
         assert status.olm_crds == NAMES == status.as_dict()["olmCRDs"]
         # A Subscription is stored with every field, the initialisms included.
         path = "/apis/operators.coreos.com/v1alpha1/namespaces/default/subscriptions"
@@ -54,11 +56,13 @@ def test_up_installs_olm_crds_established(kube_assets: Path, tmp_path: Path) -> 
                 "metadata": {"name": "p"}, "spec": spec}  # fmt: skip
         assert api.request("POST", path, body)["spec"] == spec
         # `up` again on the running cluster re-applies them (a no-op) and changes nothing.
-        again = local.up("olm", root=tmp_path, assets=kube_assets, registry_port=None, node=False)
+        again = lifecycle.up(
+            "olm", root=tmp_path, assets=kube_assets, registry_port=None, node=False
+        )
         assert again.server == cluster.server
         assert api.request("GET", f"{path}/p")["spec"] == spec
     finally:
-        local.down("olm", root=tmp_path, delete=True)
+        lifecycle.down("olm", root=tmp_path, delete=True)
 
 
 def test_no_olm_installs_none(
@@ -74,16 +78,16 @@ def test_no_olm_installs_none(
     print(f"\ncluster up --no-olm: {time.monotonic() - started:.2f}s")
     try:
         assert up.returncode == 0, (up.error, up.exception)
-        cluster = local.require_cluster("bare")
+        cluster = lifecycle.require_cluster("bare")
         assert _api(cluster).request("GET", CRDS)["items"] == []
         status = cli("cluster", "status", "--name", "bare", "-o", "json")
         assert json.loads(status.stdout)["olmCRDs"] == []
         _client_verbs_say_olm_is_missing(cluster)
     finally:
-        local.down("bare", delete=True)
+        lifecycle.down("bare", delete=True)
 
 
-def _client_verbs_say_olm_is_missing(cluster: local.Cluster) -> None:
+def _client_verbs_say_olm_is_missing(cluster: lifecycle.Cluster) -> None:
     """``install``, ``uninstall`` and ``test upgrade`` on a cluster without OLM's CRDs:
     one line that says so, exit 1, nothing created."""
     verbs = [

@@ -524,7 +524,7 @@ def test_python_base_has_its_standard_library_and_ca_bundle(
 LIST_PACKAGES = textwrap.dedent(
     f"""
     import json, grpc
-    from olmtool.serve.proto import registry_pb2, registry_pb2_grpc
+    from olmtool.proto import registry_pb2, registry_pb2_grpc
     options = [("grpc.enable_http_proxy", 0)]
     with grpc.insecure_channel("127.0.0.1:{GRPC_PORT}", options=options) as channel:
         stub = registry_pb2_grpc.RegistryStub(channel)

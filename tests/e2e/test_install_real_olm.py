@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from olmtool.actions.install import install, uninstall
-from olmtool.olm.subscribe import InstallFailed
+from olmtool.olm.subscription import InstallFailed
 from tests.e2e import test_real_olm as real
 from tests.e2e.helpers import Cluster
 

@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from olmtool.olm.removal import uninstall
-from olmtool.olm.subscribe import InstallFailed, follow
+from olmtool.olm.subscription import InstallFailed, follow
 from tests.e2e import olm_engines
 from tests.e2e.helpers import JSON, wait_for
 from tests.e2e.olm_engines import STEP, Bundle, World, deployment, status, steps

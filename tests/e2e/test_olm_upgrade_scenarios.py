@@ -389,7 +389,7 @@ def test_catalog_image_is_served_by_a_pod_and_upgrades_when_the_image_changes(
     registry = w.engine.cluster.registry
     if registry is None:
         pytest.skip("docker-registry is not installed (make tools)")
-    from olmtool.catalog.publish import catalog_image
+    from olmtool.catalog.publishing import catalog_image
     from olmtool.images import push
     from tests.e2e.olm_engines import write_catalog
 

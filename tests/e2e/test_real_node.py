@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.cluster.assets import find_kubectl
 from olmtool.cluster.kubeletnode import RealNode, dns_hosts_file
 from olmtool.cluster.kubeletnode.containerd import ContainerdPaths
@@ -30,7 +30,7 @@ PYTHON = "docker.io/library/python:3.11"
 BUSYBOX = "docker.io/library/busybox:1.35"
 
 
-def kubectl(cluster: Cluster | local.Cluster, *args: str, timeout: float = 60) -> str:
+def kubectl(cluster: Cluster | lifecycle.Cluster, *args: str, timeout: float = 60) -> str:
     kubeconfig = cluster.kubeconfig
     result = subprocess.run(
         [str(find_kubectl()), f"--kubeconfig={kubeconfig}", *args],
@@ -194,7 +194,7 @@ def test_cluster_load_puts_an_image_on_the_node(cluster: Cluster, ns: str) -> No
     from olmtool.images.debian import RECIPES, build_recipe
 
     layout = build_recipe(RECIPES["busybox-1.35"]).layout
-    loaded = local.load_image(
+    loaded = lifecycle.load_image(
         layout, "example.invalid/mine:1", name=cluster.name, root=cluster.root
     )
     assert loaded == "example.invalid/mine:1"
@@ -209,15 +209,17 @@ def test_cluster_load_puts_an_image_on_the_node(cluster: Cluster, ns: str) -> No
 
 
 @pytest.fixture(scope="module")
-def second(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[local.Cluster]:
+def second(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[lifecycle.Cluster]:
     """A second cluster with the session cluster's name, under another root (as two test
     workers, or two users, have): nothing of the host may be keyed on the name alone."""
     root = tmp_path_factory.mktemp("second")
-    made = local.up(cluster.local.name, root=root, registry_port=0, olm_crds=False)
+    made = lifecycle.up(cluster.local.name, root=root, registry_port=0, olm_crds=False)
     try:
         yield made
     finally:
-        local.down(made.name, root=root, delete=True)
+        lifecycle.down(made.name, root=root, delete=True)
 
 
 def _namespace(kube: Kube, name: str) -> None:
@@ -226,7 +228,7 @@ def _namespace(kube: Kube, name: str) -> None:
 
 
 def test_two_clusters_serve_the_same_names_side_by_side(
-    cluster: Cluster, second: local.Cluster
+    cluster: Cluster, second: lifecycle.Cluster
 ) -> None:
     import urllib.request
 
@@ -254,32 +256,32 @@ def test_two_clusters_serve_the_same_names_side_by_side(
     "component", ["kubelet", "containerd", "kube-proxy", "cluster-dns", "provisioner"]
 )
 def test_a_killed_node_component_comes_back_and_pods_run_on(
-    second: local.Cluster, component: str
+    second: lifecycle.Cluster, component: str
 ) -> None:
     kube = Kube(Path(second.kubeconfig))
     if kube.get_or_none("/api/v1/namespaces/default/pods/steady") is None:
         run_pod(kube, "default", pod("steady", BUSYBOX, ["sleep", "3600"]))
     wait_for(lambda: phase(kube, "default", "steady") == "Running", 60, "steady Running")
     before = kube.get("/api/v1/namespaces/default/pods/steady")["status"]["containerStatuses"]
-    recorded = local.read_cluster(second.name, Path(second.state_dir).parent)
+    recorded = lifecycle.read_cluster(second.name, Path(second.state_dir).parent)
     assert recorded is not None
     os.kill(recorded.components[component].pid, signal.SIGKILL)
     wait_for(lambda: not recorded.components[component].alive(), 10, f"{component} gone")
-    again = local.up(second.name, root=Path(second.state_dir).parent, olm_crds=False)
+    again = lifecycle.up(second.name, root=Path(second.state_dir).parent, olm_crds=False)
     assert again.running()[component]
     assert f"restarted {component}" in again.notes
-    wait_for(lambda: local.node_ready(again), 60, "node Ready again")
+    wait_for(lambda: lifecycle.node_ready(again), 60, "node Ready again")
     after = kube.get("/api/v1/namespaces/default/pods/steady")["status"]["containerStatuses"]
     assert after[0]["containerID"] == before[0]["containerID"]  # the same container ran on
     assert after[0]["restartCount"] == before[0]["restartCount"]
 
 
-def _node(made: local.Cluster) -> RealNode:
+def _node(made: lifecycle.Cluster) -> RealNode:
     network = ClusterNetwork(made.network or 1)
     return RealNode("olmtool-node", made.name, Path(made.state_dir) / "node", network)
 
 
-def _host_traces(made: local.Cluster) -> list[str]:
+def _host_traces(made: lifecycle.Cluster) -> list[str]:
     """What of the cluster ``made`` is on the host: processes, mounts, network, rules."""
     node = _node(made)
     network = node.network
@@ -309,13 +311,13 @@ def _host_traces(made: local.Cluster) -> list[str]:
 
 
 def test_down_delete_leaves_nothing_of_the_cluster_behind(cluster: Cluster, tmp_path: Path) -> None:
-    made = local.up("gone", root=tmp_path, registry_port=0, olm_crds=False)
+    made = lifecycle.up("gone", root=tmp_path, registry_port=0, olm_crds=False)
     kube = Kube(Path(made.kubeconfig))
     run_pod(kube, "default", pod("hold", BUSYBOX, ["sleep", "3600"]))
     wait_for(lambda: phase(kube, "default", "hold") == "Running", 60, "hold Running")
     kube.close()
     assert _host_traces(made)  # the check sees a running cluster
-    local.down("gone", root=tmp_path, delete=True)
+    lifecycle.down("gone", root=tmp_path, delete=True)
     assert _host_traces(made) == []
     assert not Path(made.state_dir).exists()
-    assert local.node_ready(cluster.local)  # the session's cluster is untouched
+    assert lifecycle.node_ready(cluster.local)  # the session's cluster is untouched

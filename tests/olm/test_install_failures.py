@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from olmtool.actions import install as action
 from olmtool.cli import main
 from olmtool.olm.removal import remove_made
-from olmtool.olm.subscribe import (
+from olmtool.olm.subscription import (
     CREATED_BY,
     InstallFailed,
     InstallMode,
@@ -30,7 +29,8 @@ from olmtool.olm.subscribe import (
     follow,
 )
 
-subscribe = importlib.import_module("olmtool.olm.subscribe")  # the face's name is the function
+action = importlib.import_module("olmtool.actions.install")  # the face gives the function
+subscribe = importlib.import_module("olmtool.olm.subscription")  # the face's name is the function
 JSON = dict[str, Any]
 OLM = "/apis/operators.coreos.com"
 NS = "etcd"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from olmtool.actions.install import _catalog_kind
+from olmtool.actions.install import classify_catalog
+from olmtool.actions.upgrade_testing import catalog_kind
 from olmtool.errors import ArgumentError
-from olmtool.olm.subscribe import InstallMode, SubscriptionSpec
+from olmtool.olm.subscription import InstallMode, SubscriptionSpec
 
 
 @pytest.mark.parametrize(
@@ -33,14 +36,35 @@ def test_bad_install_modes_name_the_flag(text: str) -> None:
     assert caught.value.argument == "install_mode"
 
 
-def test_catalogs_are_addresses_or_images() -> None:
-    assert _catalog_kind("127.0.0.1:50051") == ("address", "127.0.0.1:50051")
-    assert _catalog_kind("localhost:5000/olmtool/catalog:latest") == (
-        "image",
-        "localhost:5000/olmtool/catalog:latest",
-    )
-    with pytest.raises(ArgumentError):
-        _catalog_kind("not a catalog")
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("127.0.0.1:50051", "address"),
+        ("localhost:5000/olmtool/catalog:latest", "image"),
+        ("quay.io/org/catalog@sha256:" + "a" * 64, "image"),
+        ("not a catalog", None),
+        ("foo/bar", None),  # a mistyped directory, never a Docker Hub image
+        ("org/catalog:1", None),
+        ("./missing/catalog", None),
+    ],
+)
+def test_install_and_test_upgrade_classify_a_catalog_alike(text: str, kind: str | None) -> None:
+    if kind is None:
+        for classify in (classify_catalog, catalog_kind):
+            with pytest.raises(ArgumentError) as caught:
+                classify(text)
+            assert caught.value.argument == "catalog" and text.removeprefix("./") in str(
+                caught.value
+            )
+    else:
+        assert classify_catalog(text).kind.value == catalog_kind(text) == kind
+
+
+def test_a_missing_directory_shows_what_its_parent_holds(tmp_path: Path) -> None:
+    (tmp_path / "catalogs" / "stable").mkdir(parents=True)
+    with pytest.raises(ArgumentError) as caught:
+        classify_catalog(str(tmp_path / "catalogs" / "stabel"))
+    assert "no such catalog directory" in str(caught.value) and "stable" in str(caught.value)
 
 
 def test_subscription_body_is_what_olm_reads() -> None:

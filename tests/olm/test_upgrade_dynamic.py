@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from olmtool.actions import upgrade_test as action
-from olmtool.actions.upgrade_test import (
+from olmtool.actions import upgrade_testing as action
+from olmtool.actions.upgrade_testing import (
     catalog_kind,
     is_loopback_server,
     load_probe,
@@ -252,9 +252,7 @@ def test_the_command_passes_its_options_and_fails_on_a_failed_run(
 ) -> None:
     seen: dict[str, Any] = {}
     report = _report(_passed(V1, (V4, 9.0)), _failed(V2, "boom"))
-    monkeypatch.setattr(
-        "olmtool.actions.upgrade_test.upgrade_test_dynamic", _fake_dynamic(report, seen)
-    )
+    monkeypatch.setattr("olmtool.actions.upgrade_test_dynamic", _fake_dynamic(report, seen))
     args = ["test", "upgrade", "--catalog", "127.0.0.1:1", "--package", "etcd-operator", "--all"]
     args += ["--probe", "operator:etcd_operator.probe:EtcdProbe", "--junit", str(tmp_path / "j")]
     args += ["--timeout", "120", "--reset-crds", "-o", "json"]
@@ -269,9 +267,7 @@ def test_the_command_passes_its_options_and_fails_on_a_failed_run(
 def test_the_command_exits_0_when_every_run_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
     report = _report(_passed(V2, (V4, 9.0)))
-    monkeypatch.setattr(
-        "olmtool.actions.upgrade_test.upgrade_test_dynamic", _fake_dynamic(report, seen)
-    )
+    monkeypatch.setattr("olmtool.actions.upgrade_test_dynamic", _fake_dynamic(report, seen))
     result = runner.invoke(
         app,
         [

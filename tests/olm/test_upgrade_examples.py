@@ -15,7 +15,7 @@ from kubernetes.client.exceptions import ApiException
 from rich.console import Console
 from typer.testing import CliRunner
 
-from olmtool.actions.upgrade_test import upgrade_test_dynamic
+from olmtool.actions.upgrade_testing import upgrade_test_dynamic
 from olmtool.cli import app
 from olmtool.cli.output import error_line
 from olmtool.cli.testing import print_report
@@ -252,7 +252,7 @@ def test_the_cli_passes_examples_and_names_the_flag(monkeypatch: pytest.MonkeyPa
         seen.update(arguments)
         return report
 
-    monkeypatch.setattr("olmtool.actions.upgrade_test.upgrade_test_dynamic", fake)
+    monkeypatch.setattr("olmtool.actions.upgrade_testing.upgrade_test_dynamic", fake)
     runner.invoke(app, [*DYNAMIC, "--from", "0.2.0", "--examples", "create"])
     assert seen["examples"] == "create"
     runner.invoke(app, [*DYNAMIC, "--from", "0.2.0"])

@@ -21,8 +21,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from olmtool.actions import catalog_index, catalog_serve
 from olmtool.errors import InputError, OlmtoolError
 from olmtool.ports import free_port
-from olmtool.serve.proto import registry_pb2 as pb
-from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
+from olmtool.proto import registry_pb2 as pb
+from olmtool.proto import registry_pb2_grpc as pb_grpc
 from tests.catalog.test_cli_validate import cli
 from tests.test_cli import olmtool
 

@@ -12,9 +12,9 @@ from google.protobuf import json_format
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from olmtool.proto import registry_pb2 as pb
+from olmtool.proto import registry_pb2_grpc as pb_grpc
 from olmtool.serve import RunningServer
-from olmtool.serve.proto import registry_pb2 as pb
-from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 from .conftest import CSV_METADATA, ETCD_CLUSTER, SERVICE_MONITOR
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from olmtool.proto import registry_pb2 as pb
+from olmtool.proto import registry_pb2_grpc as pb_grpc
 from olmtool.serve import RunningServer, ServerLimits, start_server
 from olmtool.serve.limits import bounded, busy_message, echo
-from olmtool.serve.proto import registry_pb2 as pb
-from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 from .conftest import write_big_catalog, write_catalog
 

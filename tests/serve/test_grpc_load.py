@@ -15,10 +15,10 @@ import grpc
 import pytest
 
 from olmtool.ports import free_port
+from olmtool.proto import registry_pb2 as pb
+from olmtool.proto import registry_pb2_grpc as pb_grpc
 from olmtool.serve import RunningServer, ServerLimits, start_server
 from olmtool.serve.limits import busy_message
-from olmtool.serve.proto import registry_pb2 as pb
-from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 from .conftest import write_big_catalog, write_catalog
 

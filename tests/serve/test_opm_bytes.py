@@ -33,10 +33,10 @@ from olmtool.catalog import OpmCompat
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.opmtext import raw_property_texts
 from olmtool.ports import free_port
+from olmtool.proto import registry_pb2 as pb
+from olmtool.proto import registry_pb2_grpc as pb_grpc
 from olmtool.serve import RunningServer, start_server
 from olmtool.serve.apitext import is_csv, object_text, package_dependency, property_text
-from olmtool.serve.proto import registry_pb2 as pb
-from olmtool.serve.proto import registry_pb2_grpc as pb_grpc
 
 REPO = Path(__file__).resolve().parents[2]
 OPM = Path(os.environ.get("OPM") or REPO.parent / "shared" / "peers" / "opm")

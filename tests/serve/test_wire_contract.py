@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from grpc_tools import protoc
 
-import olmtool.serve.proto
+import olmtool.proto
 from olmtool.serve import RunningServer
 
 from .conftest import ETCD_CLUSTER, SERVICE_MONITOR
 
-PROTO = Path(olmtool.serve.proto.__file__).parent / "registry.proto"
+PROTO = Path(olmtool.proto.__file__).parent / "registry.proto"
 
 CLIENT = textwrap.dedent(
     """
@@ -158,7 +158,7 @@ def test_list_bundles(answers: dict[str, Any]) -> None:
 
 
 def test_committed_stubs_match_the_proto() -> None:
-    """`python -m olmtool.serve.proto.generate --check`: nobody edited one without the other."""
-    from olmtool.serve.proto import generate
+    """`python -m olmtool.proto.generate --check`: nobody edited one without the other."""
+    from olmtool.proto import generate
 
     assert generate.main(["--check"]) == 0

@@ -12,13 +12,13 @@ Three template schemas, as operator-registry defines them:
     ``<archetype>-v<X>.<Y>`` (minor) and/or ``<archetype>-v<X>`` (major) and their
     replaces/skips edges are generated from the bundle versions, byte for byte like
     operator-registry's ``alpha/template/semver/semver.go`` (see :func:`semver_channels`),
-    or with ``opm_compat`` 1.26 like opm v1.26.0's semver veneer (:mod:`.semver126`).
+    or with ``opm_compat`` 1.26 like opm v1.26.0's semver veneer (:mod:`.semver_opm126`).
 ``olm.template.substitutes``
     ``entries`` of FBC plus ``substitutions: [{name: <bundle ref>, base: <bundle name>}]``:
     the rendered bundle takes over the base bundle's edges and skips it.
 
 Rendering a bundle reference is not done here: :func:`render_template` takes a
-:data:`BundleRenderer` callback (``olmtool.catalog.render`` supplies the real one; tests pass
+:data:`BundleRenderer` callback (``olmtool.catalog.rendering`` supplies the real one; tests pass
 a fake), so template semantics stay independent of image pulling.
 
 Modules: :mod:`.documents` reads template files with the line of every key,

@@ -198,7 +198,7 @@ def render_semver(template: SemverTemplate, renderer: BundleRenderer) -> dc.Decl
     package, versions = _versions(template, rendered)
     origin = dc.Origin(template.file, template.line)
     if template.opm_compat is OpmCompat.v1_26:
-        from olmtool.catalog.templates.semver126 import semver_channels_v1_26
+        from olmtool.catalog.templates.semver_opm126 import semver_channels_v1_26
 
         channels, default_channel = semver_channels_v1_26(
             package,

@@ -17,7 +17,7 @@ app = typer.Typer(
 
 def opm_compat_option(what: str) -> Any:
     """``--opm-compat latest|1.26``: which opm ``what`` follows (docs/opm-compat.md)."""
-    from olmtool.catalog.choices import OpmCompat
+    from olmtool.catalog import OpmCompat
 
     return typer.Option(
         OpmCompat.latest,

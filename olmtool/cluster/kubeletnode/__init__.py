@@ -4,7 +4,7 @@
 and socket; the cluster's registry mirrors ``quay.io``, ``docker.io``, ...), then the
 kubelet (:mod:`.kubelet`: a ``system:node`` identity, its API on the node's address)
 with Pods on the CNI bridge of the cluster's network (:mod:`.hostnet`). This module
-prepares the host and says what to run; :mod:`olmtool.cluster.local` runs and records the
+prepares the host and says what to run; :mod:`olmtool.cluster.lifecycle` runs and records the
 processes like every other component.
 
 >>> node = RealNode("olmtool-node", "default", state_dir / "node", network)
@@ -221,7 +221,7 @@ def load_pause(node: RealNode, assets: Path) -> None:
     listed = containerd.ctr(paths, "images", "list", "--quiet")
     if PAUSE_IMAGE in listed.split():
         return
-    from olmtool.images.image import write_oci_layout
+    from olmtool.images import write_oci_layout
 
     layout = node.directory.resolve() / "pause-layout"
     write_oci_layout(pause_image(assets / "pause"), layout, "3.4.1")

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from olmtool.images.build.compose import compressed, stack
-from olmtool.images.image import EPOCH, Image, digest_of, layer_tar
+from olmtool.images import EPOCH, Image, digest_of, gzip_layer, layer_tar, stack_image
 
 PAUSE_IMAGE = "registry.k8s.io/pause:3.4.1"  # what kubeadm 1.20 pins
 PAUSE_USER = "65535:65535"
@@ -21,4 +20,4 @@ def pause_image(binary: Path) -> Image:
     tar = layer_tar({"pause": binary.read_bytes()}, executable={"pause"})
     config = {"Entrypoint": ["/pause"], "User": PAUSE_USER}
     history = [{"created": EPOCH, "created_by": "olmtool: build/pause of Kubernetes 1.20.2"}]
-    return stack(None, [compressed(tar)], [digest_of(tar)], config, history, EPOCH)
+    return stack_image(None, [gzip_layer(tar)], [digest_of(tar)], config, history, EPOCH)

@@ -23,25 +23,14 @@ from olmtool.images.build.settings import ImageSettings
 from olmtool.images.build.wheels import WheelSource, cache_dir, install_wheels
 from olmtool.images.bytecode import compile_sources
 from olmtool.images.image import (
-    OCI_CONFIG,
-    OCI_LAYER,
-    OCI_LAYER_GZIP,
-    OCI_MANIFEST,
     Image,
-    canonical_json,
     digest_of,
     layer_tar,
+    stack_image,
 )
 
 APP = "app"
 SITE_PACKAGES = f"{APP}/site-packages"
-# Layer media types of Docker's manifests and their OCI names (same bytes).
-_OCI_LAYER_TYPES = {
-    "application/vnd.docker.image.rootfs.diff.tar.gzip": OCI_LAYER_GZIP,
-    "application/vnd.docker.image.rootfs.diff.tar": OCI_LAYER,
-    OCI_LAYER_GZIP: OCI_LAYER_GZIP,
-    OCI_LAYER: OCI_LAYER,
-}
 _SKIPPED_DIRS = ("__pycache__",)
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 
@@ -117,7 +106,7 @@ def build_operator_image(
     layers.append(("application", layer_tar(app_files, executable=app_exec), "packages"))
     if progress:
         progress("compressing layers")
-    blobs = [compressed(tar) for _, tar, _ in layers]
+    blobs = [gzip_layer(tar) for _, tar, _ in layers]
     infos = tuple(
         LayerInfo(name, digest_of(blob), digest_of(tar), len(blob), len(tar))
         for (name, tar, _), blob in zip(layers, blobs, strict=True)
@@ -127,7 +116,7 @@ def build_operator_image(
         for name, _, what in layers
     ]
     config = image_config(settings, labels, base, has_dependencies=bool(settings.requirements))
-    image = stack(base, blobs, [i.diff_id for i in infos], config, history, created)
+    image = stack_image(base, blobs, [i.diff_id for i in infos], config, history, created)
     return OperatorImage(image, infos, len(base.layers) if base else 0)
 
 
@@ -194,66 +183,7 @@ def merge_env(base: Sequence[str], ours: Mapping[str, str]) -> list[str]:
     return [f"{name}={value}" for name, value in merged.items()]
 
 
-def stack(
-    base: Image | None,
-    blobs: Sequence[bytes],
-    diff_ids: Sequence[str],
-    config: Mapping[str, Any],
-    history: Sequence[Mapping[str, Any]],
-    created: str,
-) -> Image:
-    """An OCI image of ``base``'s layers (kept byte for byte) and ours (gzipped tars)."""
-    base_descriptors, base_diff_ids, base_history = _base_parts(base)
-    document = canonical_json(
-        {
-            "architecture": "amd64",
-            "os": "linux",
-            "created": created,
-            "config": dict(config),
-            "rootfs": {"type": "layers", "diff_ids": [*base_diff_ids, *diff_ids]},
-            "history": [*base_history, *history],
-        }
-    )
-    layers = [*base_descriptors, *(_descriptor(OCI_LAYER_GZIP, blob) for blob in blobs)]
-    manifest = canonical_json(
-        {
-            "schemaVersion": 2,
-            "mediaType": OCI_MANIFEST,
-            "config": _descriptor(OCI_CONFIG, document),
-            "layers": layers,
-        }
-    )
-    base_blobs = base.layers if base else ()
-    return Image(manifest, document, (*base_blobs, *blobs), OCI_MANIFEST)
-
-
-def _base_parts(base: Image | None) -> tuple[list[dict[str, Any]], list[str], list[Any]]:
-    """The base's layer descriptors (OCI media types), diff_ids and history.
-
-    diff_ids are digests of the *uncompressed* layers; the base config lists them, and
-    they are checked against the layer count (a base without them is refused).
-    """
-    if base is None:
-        return [], [], []
-    descriptors = []
-    for layer in base.manifest_json["layers"]:
-        media_type = _OCI_LAYER_TYPES.get(layer.get("mediaType", ""))
-        if media_type is None:
-            raise InputError(f"base image layer type {layer.get('mediaType')!r} is not supported")
-        descriptors.append({**layer, "mediaType": media_type})
-    diff_ids = list((base.config_json.get("rootfs") or {}).get("diff_ids") or [])
-    if len(diff_ids) != len(descriptors):
-        raise InputError(
-            f"base image config lists {len(diff_ids)} diff_ids for {len(descriptors)} layers"
-        )
-    return descriptors, diff_ids, list(base.config_json.get("history") or [])
-
-
-def _descriptor(media_type: str, data: bytes) -> dict[str, Any]:
-    return {"mediaType": media_type, "digest": digest_of(data), "size": len(data)}
-
-
-def compressed(tar: bytes) -> bytes:
+def gzip_layer(tar: bytes) -> bytes:
     """gzip (mtime 0, so reproducible), cached by content: the dependencies layer is tens
     of MB and unchanged between most builds."""
     cached = cache_dir() / "layers" / f"{digest_of(tar).removeprefix('sha256:')}.tar.gz"

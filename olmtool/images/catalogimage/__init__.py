@@ -10,7 +10,7 @@
 by pip for the image's platform), olmtool's own package, ``/usr/bin/grpc_health_probe``
 and the catalog; :func:`configs_on_base` puts only the catalog on another image (an opm
 image, as ``catalog.Dockerfile`` does with a container engine). What the image runs and
-where the catalog goes are the caller's (:mod:`olmtool.catalog.publish`).
+where the catalog goes are the caller's (:mod:`olmtool.catalog.publishing`).
 """
 
 from olmtool._lazy import lazy_package

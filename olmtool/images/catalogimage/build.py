@@ -32,7 +32,7 @@ from typing import Any
 
 from olmtool import __version__
 from olmtool.errors import InputError
-from olmtool.images.build.compose import LayerInfo, compressed, merge_env, stack, write_cache
+from olmtool.images.build.compose import LayerInfo, gzip_layer, merge_env, write_cache
 from olmtool.images.build.wheels import (
     IMPLEMENTATION,
     PLATFORM,
@@ -45,7 +45,7 @@ from olmtool.images.build.wheels import (
     target_args,
 )
 from olmtool.images.bytecode import compile_sources
-from olmtool.images.image import EPOCH, Image, digest_of, layer_tar
+from olmtool.images.image import EPOCH, Image, digest_of, layer_tar, stack_image
 
 Progress = Callable[[str], None] | None
 
@@ -200,7 +200,7 @@ def stack_layers(
     base_reference: str | None,
     created: str = EPOCH,
 ) -> StackedImage:
-    blobs = [compressed(layer.tar) for layer in layers]
+    blobs = [gzip_layer(layer.tar) for layer in layers]
     infos = tuple(
         LayerInfo(layer.name, digest_of(blob), digest_of(layer.tar), len(blob), len(layer.tar))
         for layer, blob in zip(layers, blobs, strict=True)
@@ -209,7 +209,7 @@ def stack_layers(
         {"created": created, "created_by": f"olmtool catalog publish: {layer.name} ({layer.what})"}
         for layer in layers
     ]
-    image = stack(base, blobs, [info.diff_id for info in infos], config, history, created)
+    image = stack_image(base, blobs, [info.diff_id for info in infos], config, history, created)
     return StackedImage(image, infos, base_reference, len(base.layers) if base else 0)
 
 

@@ -19,14 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from olmtool.errors import InputError
-from olmtool.images.build.compose import compressed, stack
+from olmtool.images.build.compose import gzip_layer
 from olmtool.images.build.wheels import PipError, cache_dir, target_args
 from olmtool.images.debian import apt
 from olmtool.images.debian import rootfs as rootfs_module
 from olmtool.images.debian.lockfile import LockedPackage, format_lock, read_lock
 from olmtool.images.debian.recipes import PYTHON_311, RECIPES, Recipe
 from olmtool.images.debian.rootfs import RootFs
-from olmtool.images.image import EPOCH, Image, digest_of, read_oci_layout, write_oci_layout
+from olmtool.images.image import (
+    EPOCH,
+    Image,
+    digest_of,
+    read_oci_layout,
+    stack_image,
+    write_oci_layout,
+)
 from olmtool.images.reference import parse_reference
 
 Progress = Callable[[str], None] | None
@@ -92,10 +99,10 @@ def assemble(recipe: Recipe, packages: Iterable[LockedPackage], progress: Progre
     if progress:
         progress(f"writing {recipe.reference}'s layer ({len(tree.nodes)} entries)")
     tar = tree.layer()
-    blob = compressed(tar)
+    blob = gzip_layer(tar)
     history = [{"created": EPOCH, "created_by": f"olmtool: {recipe.key} from {_what(packages)}"}]
     config = {**recipe.config, "Labels": {"org.opencontainers.image.base.name": recipe.reference}}
-    return stack(None, [blob], [digest_of(tar)], config, history, EPOCH)
+    return stack_image(None, [blob], [digest_of(tar)], config, history, EPOCH)
 
 
 def fetch_wheels(

@@ -21,11 +21,18 @@ from typing import Any
 from olmtool.catalog import (
     CHECKS,
     Finding,
+    RawBlob,
     Report,
+    catalog_files,
     check_model,
+    decode_blob,
     inspect_bundle,
-    load,
-    opmtext,
+    iter_json_spans,
+    may_differ,
+    meta_keys,
+    parse_blobs,
+    raw_property_texts,
+    read_catalog_text,
     report,
 )
 from olmtool.catalog import declcfg as dc
@@ -68,9 +75,9 @@ def _value_texts(bundle: dc.Bundle, raw: _Span | None) -> bool | dict[int, str] 
     if raw is None:
         return True
     text, start, end, has_float = raw
-    if not opmtext.may_differ(text, has_float, start, end):
+    if not may_differ(text, has_float, start, end):
         return None
-    texts = opmtext.raw_property_texts(text[start:end])
+    texts = raw_property_texts(text[start:end])
     differing = {
         index: text
         for index, (text, prop) in enumerate(zip(texts, bundle.properties, strict=False))
@@ -112,7 +119,7 @@ def build_index(root: str | Path, *, cache_dir: str | Path | None = None) -> Cat
     'etcdoperator.v0.9.4'
     """
     root = Path(root)
-    files = load.catalog_files(root)
+    files = catalog_files(root)
     if cache_dir is None:
         return _build(root, files, BlobStore.create())
     cache = Path(cache_dir)
@@ -171,18 +178,18 @@ class _Builder:
         when the file is JSON (None: YAML); a parse problem is a finding and ends the
         file. JSON is read one object at a time, never held twice."""
         try:
-            text = load.read_catalog_text(path, self.base)
+            text = read_catalog_text(path, self.base)
         except InputError as exc:
             self.load_findings.append(Finding("parse", "error", exc.message, file))
             return
         if text.lstrip().startswith("{"):
             try:
-                for data, line, start, end, floats in load.iter_json_spans(text, file):
+                for data, line, start, end, floats in iter_json_spans(text, file):
                     yield data, dc.Origin(file, line), (text, start, end, floats)
             except InputError as exc:
                 self.load_findings.append(Finding("parse", "error", exc.message, file, exc.line))
             return
-        blobs, problems = load.parse_blobs(text, file)
+        blobs, problems = parse_blobs(text, file)
         self.load_findings.extend(problems)
         for blob in blobs:
             yield blob.data, blob.origin, None
@@ -197,11 +204,11 @@ class _Builder:
         """One blob into the store and the model; ``raw`` where its JSON text is (None:
         read from YAML)."""
         config = dc.DeclarativeConfig()
-        problem = load.decode_blob(load.RawBlob(data, origin), config)
+        problem = decode_blob(RawBlob(data, origin), config)
         if problem is not None:
             self.load_findings.append(problem)
             return
-        meta, _ = load.meta_keys(data)
+        meta, _ = meta_keys(data)
         line = dc.to_json(data, indent=None).encode() + b"\n"
         ref = BlobRef(
             sys.intern(str(meta["schema"])),

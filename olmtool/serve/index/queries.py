@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from olmtool.catalog import RawBlob, decode_blob
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog import load
 from olmtool.errors import InternalError
 from olmtool.safefiles import read_regular
 from olmtool.serve.index.data import (
@@ -198,7 +198,7 @@ def _gvk_text(gvk: GVK) -> str:
 def _decode(data: dict[str, Any], origin: dc.Origin, kind: str) -> Any:
     """A stored blob as its declcfg dataclass (it decoded when the index was built)."""
     config = dc.DeclarativeConfig()
-    problem = load.decode_blob(load.RawBlob(data, origin), config)
+    problem = decode_blob(RawBlob(data, origin), config)
     if problem is not None:
         raise InternalError(problem.message, path=origin.file or None, line=origin.line)
     return getattr(config, kind)[0]

@@ -44,21 +44,25 @@ from urllib.parse import urlsplit
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.actions.catalog_render import catalog_render
-from olmtool.actions.install import _catalog_kind
+from olmtool.actions.install import classify_catalog
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import load_catalog_strict
-from olmtool.cluster.target import resolve_target
+from olmtool.cluster import resolve_target
 from olmtool.errors import ArgumentError, OlmtoolError
 from olmtool.kube import OUTAGE_GRACE, cluster_errors
 from olmtool.olm import (
+    EXAMPLES,
+    Probe,
     UpgradePlan,
+    UpgradeReport,
+    UpgradeRun,
+    clean_up,
     connect_olm,
     fetch_config,
-    is_registry_address,
+    run_upgrade,
     upgrade_plan,
+    write_junit,
 )
-from olmtool.olm.upgrade_report import UpgradeReport, write_junit
-from olmtool.olm.upgrade_run import EXAMPLES, Probe, UpgradeRun, clean_up, run_upgrade
 from olmtool.serve import start_server
 from olmtool.versions import parse_version, precedence_key
 
@@ -70,20 +74,9 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 def catalog_kind(catalog: str) -> str:
     """ "directory", "address" (host:port) or "image" (naming its registry, like
-    ``quay.io/org/catalog:tag``, so that a mistyped directory is never pulled)."""
-    if Path(catalog).is_dir():
-        return "directory"
-    if is_registry_address(catalog):
-        return "address"
-    first = catalog.split("/", 1)[0]
-    if "/" in catalog and ("." in first or ":" in first or first == "localhost"):
-        with contextlib.suppress(ArgumentError):
-            return _catalog_kind(catalog)[0]
-    raise ArgumentError(
-        f'"{catalog}" is neither a catalog directory, a registry address (host:port) nor '
-        "a catalog image (registry/repository:tag)",
-        argument="catalog",
-    )
+    ``quay.io/org/catalog:tag``, so that a mistyped directory is never pulled): the one
+    rule of :func:`olmtool.actions.install.classify_catalog`."""
+    return classify_catalog(catalog).kind.value
 
 
 def _config(catalog: str) -> dc.DeclarativeConfig:

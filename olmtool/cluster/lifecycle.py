@@ -374,7 +374,7 @@ def _apply_olm_crds(cluster: Cluster, say: Progress) -> list[str]:
     OLM fails a bundle shipping those kinds where they are not served, and OpenShift
     serves them (the local cluster runs no prometheus-operator: objects are only kept)."""
     from olmtool.bundle import monitoring_crds
-    from olmtool.olm.crdfiles import olm_crds  # the packaged files; no schemas imported
+    from olmtool.olm import olm_crds  # the packaged files; no schemas imported
 
     say("installing OLM's API (operators.coreos.com CRDs) and the monitoring CRDs")
     return apply_crds(_api(cluster), [*olm_crds(), *monitoring_crds()])
@@ -394,7 +394,7 @@ def _record(cluster: Cluster, plane: ControlPlane) -> None:
 def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
     """The registry with the cluster's login, on its recorded port (``port`` at the first
     start: 0 picks a free one); sets ``cluster.registry`` and ``docker_config``."""
-    from olmtool.images.localregistry import LocalRegistryError, RegistryPortTaken, start_registry
+    from olmtool.images import LocalRegistryError, RegistryPortTaken, start_registry
 
     ports = PortRecord.load(state_dir)
     for attempt in range(1, 4):

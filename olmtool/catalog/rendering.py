@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from olmtool.bundle import Bundle as BundleFiles
+from olmtool.bundle import format as fmt
 from olmtool.bundle import (
-    Source,
-    SourceKind,
     load_bundle,
     open_bundle,
     resolve_source,
     unpacked_image,
 )
-from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import opm_bundle
 from olmtool.catalog import properties as props
@@ -33,7 +31,7 @@ from olmtool.catalog.load import read_catalog_text, walk_catalog
 from olmtool.catalog.opm_bundle import dig
 from olmtool.catalog.opmtext import load_catalog_as_opm, load_texts_as_opm
 from olmtool.errors import InputError, display_path
-from olmtool.images import expand_image
+from olmtool.images import Source, SourceKind, expand_image
 
 CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
 SKIP_RANGE_ANNOTATION = "olm.skipRange"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from olmtool.catalog import gojson
+from olmtool import gojson
 from olmtool.errors import InputError
 
 # YAML number -> (in a property value, in an unstructured object), as opm v1.26 wrote them

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 import semver
 
-from olmtool.bundle import looks_like_path, names_registry
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.channels import (
     STRANDED,
@@ -28,7 +27,7 @@ from olmtool.catalog.choices import OpmCompat
 from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.publish_guard import check_package, refuse_empty_images
-from olmtool.catalog.render import (
+from olmtool.catalog.rendering import (
     CATALOG_LABEL,
     BundlePayload,
     RenderedBundle,
@@ -38,11 +37,11 @@ from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, Packag
 from olmtool.catalog.write import CatalogFormat, write_package
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
 from olmtool.fsutil import TreeDiff, is_staging, remove_stale, write_atomic
-from olmtool.images import Image, build_image
+from olmtool.images import Image, build_image, looks_like_path, names_registry
 from olmtool.waivers import WaivedFinding, Waiver
 
 if TYPE_CHECKING:
-    from olmtool.images.build import WheelSource
+    from olmtool.images import WheelSource
 
 CONFIGS_DIR = "/configs"
 
@@ -496,8 +495,11 @@ def catalog_image(
         return build_image(files, labels)
     if base is None:
         return _serving_image(files, labels, pins, wheels, progress)
-    from olmtool.images import parse_reference, pull  # the registry client: only for this
-    from olmtool.images.catalogimage import configs_on_base
+    from olmtool.images import (  # the registry client: only for this
+        configs_on_base,
+        parse_reference,
+        pull,
+    )
 
     try:
         ref = parse_reference(base)
@@ -524,8 +526,7 @@ def _serving_image(
     wheels: WheelSource | None,
     progress: Callable[[str], None] | None,
 ) -> Image:
-    from olmtool.images.build import WheelSource
-    from olmtool.images.catalogimage import serving_image
+    from olmtool.images import WheelSource, serving_image
     from olmtool.images.debian import DebianError
 
     try:

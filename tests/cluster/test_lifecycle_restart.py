@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import local
+from olmtool.cluster import lifecycle
 from olmtool.cluster.portrecord import PortRecord
 from olmtool.cluster.processes import start_time
 
@@ -59,13 +59,15 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
         made.append(("full start",))
         raise Started
 
-    monkeypatch.setattr(local, "_launch_on_network", full_start)
-    monkeypatch.setattr(local, "ensure_assets", lambda: Path("/assets"))
-    monkeypatch.setattr(local, "_restart_dead", lambda c, dead, *a: made.append(("restart", dead)))
+    monkeypatch.setattr(lifecycle, "_launch_on_network", full_start)
+    monkeypatch.setattr(lifecycle, "ensure_assets", lambda: Path("/assets"))
     monkeypatch.setattr(
-        local, "_stop_components", lambda c: made.append(("stop", sorted(c.components)))
+        lifecycle, "_restart_dead", lambda c, dead, *a: made.append(("restart", dead))
     )
-    monkeypatch.setattr(local, "_healthy", lambda c: True)
+    monkeypatch.setattr(
+        lifecycle, "_stop_components", lambda c: made.append(("stop", sorted(c.components)))
+    )
+    monkeypatch.setattr(lifecycle, "_healthy", lambda c: True)
     return made
 
 
@@ -74,7 +76,7 @@ def test_only_the_dead_components_are_restarted(tmp_path: Path, calls: list[tupl
         tmp_path,
         {"etcd": True, "kube-apiserver": True, "kube-scheduler": False, "registry": False},
     )
-    cluster = local.up("c", root=tmp_path, olm_crds=False)
+    cluster = lifecycle.up("c", root=tmp_path, olm_crds=False)
     assert calls == [("restart", ["kube-scheduler", "registry"])]
     assert cluster.server == "https://127.0.0.1:6443"
     assert cluster.notes == ["restarted kube-scheduler, registry"]
@@ -83,14 +85,14 @@ def test_only_the_dead_components_are_restarted(tmp_path: Path, calls: list[tupl
 
 def test_a_running_cluster_is_left_alone(tmp_path: Path, calls: list[tuple]) -> None:
     _write_cluster(tmp_path, {"etcd": True, "kube-apiserver": True})
-    local.up("c", root=tmp_path, olm_crds=False)
+    lifecycle.up("c", root=tmp_path, olm_crds=False)
     assert calls == []
 
 
 def test_a_stopped_cluster_starts_whole(tmp_path: Path, calls: list[tuple]) -> None:
     _write_cluster(tmp_path, {"etcd": False, "kube-apiserver": False})
     with pytest.raises(Started):
-        local.up("c", root=tmp_path, olm_crds=False)
+        lifecycle.up("c", root=tmp_path, olm_crds=False)
     assert calls == [("full start",)]
 
 
@@ -100,7 +102,7 @@ def test_a_cluster_from_before_recorded_ports_restarts_whole(
     """Its etcd speaks plain HTTP on a port nobody recorded: nothing can join it."""
     state = _write_cluster(tmp_path, {"etcd": True, "kube-scheduler": False}, ports=False)
     with pytest.raises(Started):
-        local.up("c", root=tmp_path, olm_crds=False)
+        lifecycle.up("c", root=tmp_path, olm_crds=False)
     assert calls == [("stop", ["etcd", "kube-scheduler"]), ("full start",)]
     # the addresses users hold are kept: the apiserver's and the registry's ports
     assert PortRecord.load(state).ports == {"kube-apiserver": 6443, "registry": 5000}
@@ -111,7 +113,7 @@ def test_restart_order_and_what_each_component_needs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     state = _write_cluster(tmp_path, {"etcd": True})
-    cluster = local.read_cluster("c", tmp_path)
+    cluster = lifecycle.read_cluster("c", tmp_path)
     assert cluster is not None
     started: list[str] = []
 
@@ -119,17 +121,19 @@ def test_restart_order_and_what_each_component_needs(
         ports = PortRecord(state / "ports.json", {"etcd": 1})
         processes: dict = {}
 
-    monkeypatch.setattr(local, "claim_network", lambda state_dir: None)
-    monkeypatch.setattr(local, "prepare_plane", lambda state_dir, network, advertise: Plane())
+    monkeypatch.setattr(lifecycle, "claim_network", lambda state_dir: None)
+    monkeypatch.setattr(lifecycle, "prepare_plane", lambda state_dir, network, advertise: Plane())
     monkeypatch.setattr(
-        local, "start_component", lambda plane, assets, name, **kw: started.append(name)
+        lifecycle, "start_component", lambda plane, assets, name, **kw: started.append(name)
     )
-    monkeypatch.setattr(local, "_start_registry", lambda c, s, port: started.append("registry"))
-    monkeypatch.setattr(local, "start_node", lambda c, p, a, n, t, say, only: started.append(only))
-    monkeypatch.setattr(local, "_wait_node_ready", lambda c, t: None)
-    monkeypatch.setattr(local, "_start_engine", lambda c, s, say: started.append("olm-engine"))
+    monkeypatch.setattr(lifecycle, "_start_registry", lambda c, s, port: started.append("registry"))
+    monkeypatch.setattr(
+        lifecycle, "start_node", lambda c, p, a, n, t, say, only: started.append(only)
+    )
+    monkeypatch.setattr(lifecycle, "_wait_node_ready", lambda c, t: None)
+    monkeypatch.setattr(lifecycle, "_start_engine", lambda c, s, say: started.append("olm-engine"))
     dead = ["olm-engine", "kubelet", "registry", "kube-scheduler", "containerd", "kube-apiserver"]
-    local._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None, lambda _m: None)
+    lifecycle._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None, lambda _m: None)
     assert started == [
         "kube-apiserver",
         "kube-scheduler",
