@@ -24,6 +24,8 @@ help:
 	@echo "make test-unit  fast loop: unit tests only"
 	@echo "make test-e2e   tests against real clusters, two workers with a cluster each"
 	@echo "                (E2E_WORKERS=0: serially; make assets first, or it builds)"
+	@echo "make lint       ruff, import-linter (the layer and face contracts in pyproject.toml),"
+	@echo "                registry API stubs up to date"
 	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
 	@echo "make lock       re-resolve operator/requirements.lock from requirements.in (pip)"
 	@echo "make images     build the operator image and push every bundle tag to 127.0.0.1:5000"
@@ -120,6 +122,7 @@ proto: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m olmtool.proto.generate --check
 
 format: install
