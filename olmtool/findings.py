@@ -1,12 +1,12 @@
 """What validators report: findings (check, severity, message, where) and a verdict.
 
-Bundle and catalog validation add their own "where" (a field path; a package and the
-object in it) to the same :class:`Finding`, and share :class:`Findings`' verdict rules.
+Bundle, CRD and catalog validation report the same :class:`Finding` (with a field path,
+or a package and the object in it) and share :class:`Findings`' verdict rules.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
@@ -19,13 +19,19 @@ ORIGINS: tuple[Origin, ...] = ("upstream", "olmtool")
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: which check found it, how bad it is, and in which file and line."""
+    """One problem: which check found it, how bad it is, and in which file and line;
+    ``path`` is the field inside the file (``spec.install...``, a bundle's or CRD's),
+    ``package`` and ``scope`` the object in a catalog (``channel "stable"``)."""
 
     check: str
     severity: Severity
     message: str
     file: str | None = None
     line: int | None = None
+    path: str | None = None  # the only other one given by position
+    _: KW_ONLY
+    package: str | None = None
+    scope: str | None = None
 
     @property
     def location(self) -> str:
@@ -33,14 +39,34 @@ class Finding:
             return ""
         return f"{self.file}:{self.line}" if self.line else self.file
 
+    @property
+    def suite(self) -> str:
+        """The suite of a ``suite/name`` check id."""
+        return self.check.split("/", 1)[0]
+
+    def __str__(self) -> str:
+        subject = " ".join(
+            part
+            for part in (f'package "{self.package}"' if self.package else "", self.scope)
+            if part
+        )
+        parts = [self.location, subject, self.path or ""]
+        return ": ".join([*(part for part in parts if part), self.message])
+
     def as_dict(self) -> dict[str, Any]:
-        return {
+        """The common keys, then those of ``path``, ``package`` and ``scope`` that are set
+        (a validator's JSON adds the ones its findings always carry)."""
+        data: dict[str, Any] = {
             "check": self.check,
             "severity": self.severity,
             "message": self.message,
             "file": self.file,
             "line": self.line,
         }
+        for key in ("path", "package", "scope"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
 
 
 @dataclass

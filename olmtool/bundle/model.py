@@ -14,27 +14,8 @@ from typing import Any
 from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.errors import InputError, display_path
-from olmtool.findings import Finding as BaseFinding
-from olmtool.findings import Severity
+from olmtool.findings import Finding, Severity
 from olmtool.safefiles import read_regular
-
-
-@dataclass(frozen=True)
-class Finding(BaseFinding):
-    """A bundle finding; ``path`` is the field inside the file (``spec.install...``)."""
-
-    path: str | None = None
-
-    @property
-    def suite(self) -> str:
-        return self.check.split("/", 1)[0]
-
-    def __str__(self) -> str:
-        parts = [p for p in (self.location, self.path) if p]
-        return ": ".join([*parts, self.message])
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**super().as_dict(), "path": self.path}
 
 
 @dataclass

@@ -16,9 +16,9 @@ from olmtool.bundle.checks import (
     Context,
 )
 from olmtool.bundle.checks.table import origin_of
-from olmtool.bundle.model import Bundle, Finding
+from olmtool.bundle.model import Bundle
 from olmtool.errors import ArgumentError, InputError
-from olmtool.findings import Findings
+from olmtool.findings import Finding, Findings
 from olmtool.versions import parse_version
 
 ALL = "all"
@@ -41,7 +41,9 @@ class Report(Findings):
             "errors": len(self.errors),
             "warnings": len(self.warnings),
             # origin: "upstream" (operator-framework/api, opm) or "olmtool" (beyond them)
-            "findings": [{**f.as_dict(), "origin": origin_of(f.check)} for f in self.findings],
+            "findings": [
+                {**f.as_dict(), "path": f.path, "origin": origin_of(f.check)} for f in self.findings
+            ],
             **self.waiver_dicts(origin_of),
         }
 

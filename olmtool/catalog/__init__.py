@@ -30,7 +30,7 @@ __all__ = lazy_package(
         ),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
         "olmtool.catalog.error_tree": ("error_tree_lines",),
-        "olmtool.catalog.findings": ("Finding",),
+        "olmtool.findings": ("Finding",),
         "olmtool.catalog.graph": (
             "ChannelView",
             "EntryView",

@@ -13,9 +13,9 @@ import re
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.checks import bundle_scope, finding
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.model import Bundle
 from olmtool.errors import InputError
+from olmtool.findings import Finding
 from olmtool.images import parse_reference
 from olmtool.k8snames import DNS_SUBDOMAIN, dns1035_label_problem
 

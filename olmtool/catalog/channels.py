@@ -8,9 +8,9 @@ from __future__ import annotations
 import semver
 
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.rendering import RenderedBundle
 from olmtool.errors import InputError
+from olmtool.findings import Finding
 
 
 def version_key(rendered: RenderedBundle) -> tuple[semver.Version, str]:

@@ -9,8 +9,7 @@ one object are listed in.
 from __future__ import annotations
 
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.findings import Finding, Severity
-from olmtool.findings import CheckRow, Origin
+from olmtool.findings import CheckRow, Finding, Origin, Severity
 
 # check id -> (severity, what it catches). "extra:" marks checks opm does not make: their
 # origin is "olmtool" (else "upstream": opm's verdict and severity), and they warn, since
@@ -100,8 +99,10 @@ def finding(
     check: str, message: str, origin: dc.Origin, package: str | None, scope: str | None = None
 ) -> Finding:
     """A finding of ``check`` (with its severity) about a blob read at ``origin``."""
+    severity = CHECKS[check][0]
+    file = origin.file or None
     return Finding(
-        check, CHECKS[check][0], message, origin.file or None, origin.line, package or None, scope
+        check, severity, message, file, origin.line, package=package or None, scope=scope
     )
 
 

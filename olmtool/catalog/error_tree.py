@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from olmtool.catalog.findings import Finding
+from olmtool.findings import Finding
 
 
 def error_tree(findings: list[Finding]) -> dict[str, Any]:

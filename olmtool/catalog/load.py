@@ -28,8 +28,8 @@ import pathspec
 
 from olmtool import inputlimits, yamlread
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.findings import Finding
 from olmtool.errors import InputError, display_path
+from olmtool.findings import Finding
 from olmtool.safefiles import check_regular, read_regular
 
 INDEX_IGNORE = ".indexignore"

@@ -24,10 +24,10 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.checks import bundle_scope, channel_scope, finding
 from olmtool.catalog.choices import CATALOG_SUITES
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.graph import channel_upgrade_paths
 from olmtool.catalog.model import ResolvedCatalog
 from olmtool.errors import InputError
+from olmtool.findings import Finding
 
 OLM_V1 = "olm-v1"
 ALL_NAMESPACES = "AllNamespaces"

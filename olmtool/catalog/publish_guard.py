@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.validate import Report, validate_config
 from olmtool.errors import ArgumentError, InputError
+from olmtool.findings import Finding
 from olmtool.waivers import Waiver, waive
 
 

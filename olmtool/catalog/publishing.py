@@ -24,7 +24,6 @@ from olmtool.catalog.channels import (
     version_key,
 )
 from olmtool.catalog.choices import OpmCompat
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog_strict
 from olmtool.catalog.publish_guard import check_package, refuse_empty_images
 from olmtool.catalog.rendering import (
@@ -36,6 +35,7 @@ from olmtool.catalog.rendering import (
 from olmtool.catalog.settings import CatalogSettings, DeprecationSetting, PackageSource
 from olmtool.catalog.write import CatalogFormat, write_package
 from olmtool.errors import ArgumentError, InputError, OlmtoolError, display_path
+from olmtool.findings import Finding
 from olmtool.fsutil import TreeDiff, is_staging, remove_stale, write_atomic
 from olmtool.images import Image, build_image, looks_like_path, names_registry
 from olmtool.waivers import WaivedFinding, Waiver

@@ -25,7 +25,6 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog.bundle_checks import inspect_bundle
 from olmtool.catalog.checks import CHECKS, channel_scope, check_rows, finding, ordered, origin_of
 from olmtool.catalog.error_tree import error_tree, error_tree_lines, error_tree_text
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import load_catalog
 from olmtool.catalog.model import (
     Channel,
@@ -37,7 +36,7 @@ from olmtool.catalog.model import (
 )
 from olmtool.catalog.olmv1 import OLM_V1, check_olm_v1, select_catalog_suites
 from olmtool.errors import InputError
-from olmtool.findings import Findings
+from olmtool.findings import Finding, Findings
 from olmtool.versions import VersionIndex, parse_range
 
 __all__ = [
@@ -67,7 +66,10 @@ class Report(Findings):
         if not data["passed"]:
             data["error"] = {"message": error_tree_text(self.findings)}
         # origin: "upstream" (opm's check) or "olmtool" (beyond opm)
-        data["findings"] = [{**f.as_dict(), "origin": origin_of(f.check)} for f in self.findings]
+        data["findings"] = [
+            {**f.as_dict(), "package": f.package, "scope": f.scope, "origin": origin_of(f.check)}
+            for f in self.findings
+        ]
         data.update(self.waiver_dicts(origin_of))
         return data
 

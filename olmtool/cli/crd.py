@@ -98,7 +98,11 @@ def validate(
         "crds": result.crds_checked,
         "errors": len(result.errors),
         "warnings": len(result.warnings),
-        "findings": [f.as_dict() for f in result.findings],
+        # `crd validate -o json` has never reported the check: its keys stay as they were
+        "findings": [
+            {**{k: v for k, v in f.as_dict().items() if k != "check"}, "path": f.path or ""}
+            for f in result.findings
+        ],
     }
 
     def text() -> None:

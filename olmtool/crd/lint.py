@@ -5,32 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from olmtool import yamlread
 from olmtool.crd.structural import check_crd
 from olmtool.errors import InputError, display_path
-from olmtool.findings import Finding as BaseFinding
-from olmtool.findings import Findings
+from olmtool.findings import Finding, Findings
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 CHECK = "crd/schema"  # the name bundle validation gives the same checks
-
-
-@dataclass(frozen=True)
-class Finding(BaseFinding):
-    """A violation located in a file: ``file:line: path: message``; ``path`` is the JSON
-    path in the apiserver's notation."""
-
-    path: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.location}: {self.path}: {self.message}"
-
-    def as_dict(self) -> dict[str, Any]:
-        # `olmtool crd validate -o json` has never reported the check: keep its keys stable
-        fields = {k: v for k, v in super().as_dict().items() if k != "check"}
-        return {**fields, "path": self.path}
 
 
 @dataclass

@@ -9,17 +9,10 @@ import pytest
 
 from olmtool.bundle import BuiltBundle, build_bundle, write_bundle
 from olmtool.bundle.image import bundle_image
-from olmtool.bundle.source import (
-    SourceKind,
-    bundle_directory,
-    looks_like_path,
-    names_registry,
-    open_bundle,
-    resolve_source,
-)
+from olmtool.bundle.source import bundle_directory, open_bundle, resolve_source
 from olmtool.config import load_project
 from olmtool.errors import InputError
-from olmtool.images import write_oci_layout
+from olmtool.images import SourceKind, looks_like_path, names_registry, write_oci_layout
 
 BUNDLE = "out/widget-operator/1.2.0"
 

@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from olmtool.actions import catalog_checks, catalog_validate
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.validate import CHECKS, validate_catalog
+from olmtool.findings import Finding
 from tests.catalog.test_cli_validate import validate
 
 CORPUS = Path(__file__).parent / "corpus"

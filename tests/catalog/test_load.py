@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.load import (
     catalog_files,
     load_catalog,
@@ -17,6 +16,7 @@ from olmtool.catalog.load import (
     parse_blobs,
 )
 from olmtool.errors import InputError
+from olmtool.findings import Finding
 
 
 def write(root: Path, files: dict[str, str | bytes]) -> Path:

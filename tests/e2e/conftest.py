@@ -25,7 +25,7 @@ from olmtool.cluster import (
     build_blocker,
     default_assets_dir,
     find_assets,
-    local,
+    lifecycle,
     start_apiserver,
 )
 from olmtool.cluster.assets import CONTROL_PLANE, NODE
@@ -110,7 +110,7 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
         pytest.skip(f"a real node needs {', '.join(missing)} (make tools)")
     root = tmp_path_factory.mktemp("clusters")
     started = time.monotonic()
-    made = local.up(
+    made = lifecycle.up(
         "e2e", root=root, assets=kube_assets, registry_port=0,
         olm_crds=False, engine=False,
     )  # fmt: skip
@@ -124,7 +124,7 @@ def cluster(kube_assets: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     finally:
         stopping = time.monotonic()
         kube.close()
-        local.down("e2e", root=root, delete=True)
+        lifecycle.down("e2e", root=root, delete=True)
         TIMINGS["down --delete"] = time.monotonic() - stopping
         print("\nreal node timings: " + ", ".join(f"{k}: {v:.2f}s" for k, v in TIMINGS.items()))
 

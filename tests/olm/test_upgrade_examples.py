@@ -252,7 +252,7 @@ def test_the_cli_passes_examples_and_names_the_flag(monkeypatch: pytest.MonkeyPa
         seen.update(arguments)
         return report
 
-    monkeypatch.setattr("olmtool.actions.upgrade_testing.upgrade_test_dynamic", fake)
+    monkeypatch.setattr("olmtool.actions.upgrade_test_dynamic", fake)
     runner.invoke(app, [*DYNAMIC, "--from", "0.2.0", "--examples", "create"])
     assert seen["examples"] == "create"
     runner.invoke(app, [*DYNAMIC, "--from", "0.2.0"])

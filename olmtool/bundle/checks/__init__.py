@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import semver
 
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
 from olmtool.bundle.suites import DEFAULT_SUITES, OPTIONAL_SUITES, TARGET_SUITES
+from olmtool.findings import Finding
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from olmtool.bundle.checks.layout import dns_subdomain_problem
 from olmtool.bundle.csvtypes import decode_csv
 from olmtool.bundle.examples import example_gvk, json_offsets
 from olmtool.bundle.format import INSTALL_MODE_TYPES
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
+from olmtool.findings import Finding
 from olmtool.godecode import go_list, go_map, go_str
 from olmtool.versions import parse_range, parse_version
 

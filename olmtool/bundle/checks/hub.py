@@ -16,7 +16,8 @@ from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import annotations_of, deployments_of, pod_spec_of, wrong_type
 from olmtool.bundle.format import Capability
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
+from olmtool.findings import Finding
 from olmtool.godecode import go_list, go_map
 from olmtool.versions import parse_version
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register
-from olmtool.bundle.model import Bundle, Finding, Object
-from olmtool.findings import Severity
+from olmtool.bundle.model import Bundle, Object
+from olmtool.findings import Finding, Severity
 from olmtool.k8snames import dns_subdomain_problem, label_value_problem, qualified_name_problem
 
 # RBAC object names are path segments (system:foo is fine), not DNS names.

@@ -28,8 +28,9 @@ from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
 from olmtool.bundle.checks.csv import annotations_of, mappings_at
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
 from olmtool.errors import InputError
+from olmtool.findings import Finding
 from olmtool.godecode import go_list, go_map, go_str
 
 ALL_NAMESPACES = "AllNamespaces"

@@ -19,11 +19,11 @@ from olmtool.bundle.checks.csv import (
     wrong_type,
 )
 from olmtool.bundle.examples import example_problems
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
 from olmtool.bundle.monitoring import monitoring_problems
 from olmtool.crd import check_crd, decode_crd
 from olmtool.errors import InputError
-from olmtool.findings import Severity
+from olmtool.findings import Finding, Severity
 from olmtool.godecode import go_list, go_str
 from olmtool.images import parse_reference
 

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 from olmtool.bundle import format as fmt
 from olmtool.bundle.checks import Context, register, register_csv
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
 from olmtool.bundle.objectschemas import csv_problems, deployment_problems, object_problems
+from olmtool.findings import Finding
 
 
 @register_csv("csv")

@@ -29,7 +29,8 @@ from olmtool.bundle import admission
 from olmtool.bundle.admission import CONVERSION, dotted, strings
 from olmtool.bundle.checks import Context, register_csv
 from olmtool.bundle.checks.csv import deployments_of, owned_entries, pod_spec_of
-from olmtool.bundle.model import Bundle, Finding, Object
+from olmtool.bundle.model import Bundle, Object
+from olmtool.findings import Finding
 from olmtool.godecode import go_list, go_str
 from olmtool.k8snames import port_name_problem
 

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.checks import bundle_scope, channel_scope, finding
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.model.edges import channel_heads
 from olmtool.catalog.model.types import GVK, Bundle, Channel, Entry, Package, ResolvedCatalog
+from olmtool.findings import Finding
 from olmtool.k8snames import DNS1123_LABEL
 from olmtool.versions import parse_version
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import semver
 
 from olmtool.catalog import declcfg as dc
-from olmtool.catalog.findings import Finding
 from olmtool.catalog.model.edges import Edge, entry_edges
+from olmtool.findings import Finding
 
 GVK = tuple[str, str, str]  # (group, version, kind), as the registry API orders them
 
