@@ -17,6 +17,20 @@ Origin = Literal["upstream", "olmtool"]
 ORIGINS: tuple[Origin, ...] = ("upstream", "olmtool")
 
 
+@dataclass(frozen=True, order=True)
+class Problem:
+    """What is wrong at one field of an object: ``path`` in the apiserver's notation
+    (``spec.versions[0].name``; "" for the object itself), the message, how bad. A
+    validator turns problems into findings (check id, file, line)."""
+
+    path: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
 @dataclass(frozen=True)
 class Finding:
     """One problem: which check found it, how bad it is, and in which file and line;

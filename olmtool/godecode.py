@@ -36,6 +36,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from olmtool.findings import Problem
+
 __all__ = [
     "ANY",
     "BOOL",
@@ -48,7 +50,6 @@ __all__ = [
     "STRING",
     "Decoded",
     "GoType",
-    "TypeProblem",
     "decode",
     "either",
     "go_list",
@@ -137,20 +138,12 @@ INT_OR_STRING = either(
 )
 
 
-@dataclass(frozen=True)
-class TypeProblem:
-    """A value Go cannot decode: its path (apiserver notation) and Go's message."""
-
-    path: str
-    message: str
-
-
 @dataclass
 class Decoded:
     """The value as Go holds it after decoding, and what it could not decode."""
 
     value: Any
-    problems: list[TypeProblem]
+    problems: list[Problem]
 
 
 def json_kind(value: Any) -> str:
@@ -172,7 +165,7 @@ def json_kind(value: Any) -> str:
 
 def decode(value: Any, go_type: GoType) -> Decoded:
     """``value`` decoded into ``go_type``: the value Go would hold and every problem."""
-    problems: list[TypeProblem] = []
+    problems: list[Problem] = []
     decoded = _Decoder(problems).value(value, go_type, _Where("", (), None))
     return Decoded(decoded, problems)
 
@@ -213,7 +206,7 @@ class _Where:
 
 
 class _Decoder:
-    def __init__(self, problems: list[TypeProblem]) -> None:
+    def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
 
     def fail(self, where: _Where, what: str, go_type: GoType) -> None:
@@ -222,7 +215,7 @@ class _Decoder:
         else:
             into = "Go value"
         self.problems.append(
-            TypeProblem(where.path, f"cannot unmarshal {what} into {into} of type {go_type.name}")
+            Problem(where.path, f"cannot unmarshal {what} into {into} of type {go_type.name}")
         )
 
     def value(self, value: Any, go_type: GoType, where: _Where) -> Any:
@@ -265,7 +258,7 @@ class _Decoder:
             return None
         if isinstance(value, float) and not math.isfinite(value):
             # sigs.k8s.io/yaml cannot even write it as JSON
-            self.problems.append(TypeProblem(where.path, f"json: unsupported value: {value}"))
+            self.problems.append(Problem(where.path, f"json: unsupported value: {value}"))
             return None
         return value
 
@@ -278,9 +271,7 @@ class _Decoder:
             base64.b64decode(value.replace("\r", "").replace("\n", ""), validate=True)
         except (binascii.Error, ValueError):
             offset = _bad_base64_offset(value)
-            self.problems.append(
-                TypeProblem(where.path, f"illegal base64 data at input byte {offset}")
-            )
+            self.problems.append(Problem(where.path, f"illegal base64 data at input byte {offset}"))
             return None
         return value
 
@@ -289,7 +280,7 @@ class _Decoder:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             text = _number_text(value)
         if text is None or not _QUANTITY.match(text.strip()):
-            self.problems.append(TypeProblem(where.path, QUANTITY_MESSAGE))
+            self.problems.append(Problem(where.path, QUANTITY_MESSAGE))
             return None
         return value
 

@@ -13,6 +13,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from olmtool.findings import Problem
 from olmtool.godecode import (
     ANY,
     BOOL,
@@ -22,7 +23,6 @@ from olmtool.godecode import (
     QUANTITY,
     STRING,
     GoType,
-    TypeProblem,
     decode,
     map_of,
     slice_of,
@@ -322,7 +322,7 @@ CLUSTER_SERVICE_VERSION = struct(
 )
 
 
-def decode_csv(csv: dict) -> list[TypeProblem]:
+def decode_csv(csv: dict) -> list[Problem]:
     """What upstream's loader could not decode in this CSV (decoded once per document
     for every check that asks; the list is shared: do not change it)."""
     return _decoded(_Identity(csv))
@@ -342,5 +342,5 @@ class _Identity:
 
 
 @functools.lru_cache(maxsize=4)  # holds the documents, so their ids are not reused
-def _decoded(key: _Identity) -> list[TypeProblem]:
+def _decoded(key: _Identity) -> list[Problem]:
     return decode(key.document, CLUSTER_SERVICE_VERSION).problems

@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -29,7 +28,7 @@ from olmtool import yamlread
 from olmtool.bundle import kubeschemas
 from olmtool.bundle.csvtypes import decode_csv
 from olmtool.crd import SchemaViolation, validate_against
-from olmtool.findings import Severity
+from olmtool.findings import Problem
 from olmtool.godecode import go_list
 
 DEPLOYMENTS = "spec.install.spec.deployments"
@@ -46,13 +45,6 @@ _OWNED_ELSEWHERE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class SchemaProblem:
-    severity: Severity
-    path: str
-    message: str
-
-
 @functools.cache
 def csv_schema() -> dict[str, Any]:
     """The v1alpha1 schema of OLM's ClusterServiceVersion CRD (one object per process, so
@@ -62,23 +54,23 @@ def csv_schema() -> dict[str, Any]:
     return version["schema"]["openAPIV3Schema"]
 
 
-def csv_problems(csv: dict[str, Any]) -> list[SchemaProblem]:
+def csv_problems(csv: dict[str, Any]) -> list[Problem]:
     """What the apiserver says about the CSV with OLM's CRD. Its status is not checked:
     with the status subresource, the apiserver drops it on create."""
     report = validate_against({k: v for k, v in csv.items() if k != "status"}, csv_schema())
     typed = decoded_elsewhere(csv)
     problems = [
-        SchemaProblem("error", v.path, describe(v))
+        Problem(v.path, describe(v))
         for v in report.violations
         if not _covered(v.path, typed)
         and not (v.keyword == "required" and _OWNED_ELSEWHERE.match(v.path))
     ]
     problems += [
-        SchemaProblem(
-            "warning",
+        Problem(
             path,
             "unknown field: OLM v0.18.3's ClusterServiceVersion has no such field, the "
             "apiserver drops it",
+            "warning",
         )
         for path in report.pruned
         if not _covered(path, typed)
@@ -86,11 +78,11 @@ def csv_problems(csv: dict[str, Any]) -> list[SchemaProblem]:
     return problems
 
 
-def deployment_problems(csv: dict[str, Any]) -> list[SchemaProblem]:
+def deployment_problems(csv: dict[str, Any]) -> list[Problem]:
     """The install strategy's Deployment specs against Kubernetes' DeploymentSpec."""
     typed = decoded_elsewhere(csv)
     schema = kubeschemas.deployment_spec_schema()
-    problems: list[SchemaProblem] = []
+    problems: list[Problem] = []
     deployments = go_list(go_map_at(csv, "spec", "install", "spec").get("deployments"))
     for index, deployment in enumerate(deployments):
         spec = deployment.get("spec") if isinstance(deployment, dict) else None
@@ -107,7 +99,7 @@ def deployment_problems(csv: dict[str, Any]) -> list[SchemaProblem]:
     return problems
 
 
-def object_problems(document: dict[str, Any]) -> list[SchemaProblem]:
+def object_problems(document: dict[str, Any]) -> list[Problem]:
     """A built-in kind against its Kubernetes 1.20 schema (none for other kinds)."""
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
@@ -122,12 +114,12 @@ def object_problems(document: dict[str, Any]) -> list[SchemaProblem]:
 REQUIRED = "Required value"
 
 
-def _problems(report: Any, what: str) -> Iterator[SchemaProblem]:
+def _problems(report: Any, what: str) -> Iterator[Problem]:
     for violation in report.violations:
-        yield SchemaProblem("error", violation.path, describe(violation))
+        yield Problem(violation.path, describe(violation))
     for path in report.pruned:
-        yield SchemaProblem(
-            "warning", path, f"unknown field: {what} has no such field, the apiserver drops it"
+        yield Problem(
+            path, f"unknown field: {what} has no such field, the apiserver drops it", "warning"
         )
 
 

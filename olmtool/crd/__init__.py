@@ -57,7 +57,7 @@ __all__ = lazy_package(
             "version_sort_key",
         ),
         "olmtool.crd.structural": (
-            "Violation",
+            "Problem",
             "check_crd",
             "check_schema",
         ),

@@ -8,6 +8,7 @@ is left to the checks that own it (``content/metadata`` in a bundle); status is 
 
 from __future__ import annotations
 
+from olmtool.findings import Problem
 from olmtool.godecode import (
     ANY,
     BOOL,
@@ -17,7 +18,6 @@ from olmtool.godecode import (
     INT64,
     STRING,
     GoType,
-    TypeProblem,
     decode,
     either,
     map_of,
@@ -199,13 +199,13 @@ CUSTOM_RESOURCE_DEFINITION = struct(
 )
 
 
-def decode_crd(crd: dict) -> tuple[dict, list[TypeProblem]]:
+def decode_crd(crd: dict) -> tuple[dict, list[Problem]]:
     """The CRD as the apiserver holds it after decoding, and what it could not decode."""
     result = decode(crd, CUSTOM_RESOURCE_DEFINITION)
     return result.value or {}, result.problems
 
 
-def decode_schema(schema: object) -> tuple[dict, list[TypeProblem]]:
+def decode_schema(schema: object) -> tuple[dict, list[Problem]]:
     """One openAPIV3Schema decoded as a JSONSchemaProps (paths relative to it)."""
     result = decode(schema, JSON_SCHEMA_PROPS)
     return result.value if isinstance(result.value, dict) else {}, result.problems

@@ -18,7 +18,7 @@ from olmtool.crd.markers import (
 )
 from olmtool.crd.re2 import python_can_judge, re2_problem
 from olmtool.crd.validation import default_problems
-from olmtool.crd.violations import Violation
+from olmtool.crd.violations import Problem
 from olmtool.crd.violations import quote as _q
 
 SCHEMA_KEYWORDS = frozenset(
@@ -68,18 +68,18 @@ CEL_REASONS = (
 class SchemaChecker:
     """Walks one openAPIV3Schema; ``level`` is root, item or field as in apiextensions."""
 
-    def check_root(self, schema: Any, path: str) -> Iterator[Violation]:
+    def check_root(self, schema: Any, path: str) -> Iterator[Problem]:
         if not isinstance(schema, dict):
-            yield Violation(path, "must be a schema object")
+            yield Problem(path, "must be a schema object")
             return
         yield from self.check(schema, path, "root", in_resource_meta=False)
         yield from self._root_metadata(schema, path)
 
     def check(
         self, node: Any, path: str, level: str, *, in_resource_meta: bool
-    ) -> Iterator[Violation]:
+    ) -> Iterator[Problem]:
         if not isinstance(node, dict):
-            yield Violation(path, "must be a schema object")
+            yield Problem(path, "must be a schema object")
             return
         yield from self._keywords(node, path)
         yield from self._types(node, path, level)
@@ -88,39 +88,39 @@ class SchemaChecker:
         yield from self._defaults(node, path, level, in_resource_meta)
         yield from self._children(node, path, level)
 
-    def _keywords(self, node: dict[str, Any], path: str) -> Iterator[Violation]:
+    def _keywords(self, node: dict[str, Any], path: str) -> Iterator[Problem]:
         for key in sorted(node):
             if key in FORBIDDEN_KEYWORDS:
-                yield Violation(f"{path}.{key}", f"Forbidden: {FORBIDDEN_KEYWORDS[key]}")
+                yield Problem(f"{path}.{key}", f"Forbidden: {FORBIDDEN_KEYWORDS[key]}")
             elif key not in SCHEMA_KEYWORDS:
-                yield Violation(
+                yield Problem(
                     f"{path}.{key}",
                     "unknown field: the apiserver ignores it (misspelled keyword?)",
                     "warning",
                 )
         if node.get("uniqueItems") is True:
-            yield Violation(
+            yield Problem(
                 f"{path}.uniqueItems",
                 "Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic (use x-kubernetes-list-type: set)",
             )
         extra = node.get("additionalProperties")
         if extra is False:
-            yield Violation(
+            yield Problem(
                 f"{path}.additionalProperties",
                 "Forbidden: additionalProperties cannot be set to false",
             )
         elif extra is not None and node.get("properties"):
-            yield Violation(
+            yield Problem(
                 f"{path}.additionalProperties",
                 "Forbidden: additionalProperties and properties are mutual exclusive",
             )
         if isinstance(node.get("items"), list):
-            yield Violation(
+            yield Problem(
                 f"{path}.items", "Forbidden: items must be a schema object and not an array"
             )
         for bound in ("exclusiveMinimum", "exclusiveMaximum"):
             if bound in node and not isinstance(node[bound], bool):
-                yield Violation(
+                yield Problem(
                     f"{path}.{bound}",
                     f"Invalid value: {node[bound]!r}: must be a boolean (OpenAPI v3.0), with the bound in {bound.replace('exclusiveM', 'm')}",
                 )
@@ -131,24 +131,24 @@ class SchemaChecker:
         if required is not None and not (
             isinstance(required, list) and all(isinstance(r, str) for r in required)
         ):
-            yield Violation(f"{path}.required", "Invalid value: must be a list of property names")
+            yield Problem(f"{path}.required", "Invalid value: must be a list of property names")
 
-    def _types(self, node: dict[str, Any], path: str, level: str) -> Iterator[Violation]:
+    def _types(self, node: dict[str, Any], path: str, level: str) -> Iterator[Problem]:
         node_type = node.get("type", "")
         int_or_string = node.get(INT_OR_STRING) is True
         preserve = node.get(PRESERVE_UNKNOWN) is True
         embedded = node.get(EMBEDDED_RESOURCE) is True
         if node_type == "null":
-            yield Violation(
+            yield Problem(
                 f"{path}.type", "Forbidden: type cannot be set to null (use nullable: true)"
             )
         elif node_type and node_type not in VALID_TYPES:
-            yield Violation(
+            yield Problem(
                 f"{path}.type",
                 f"Unsupported value: {_q(node_type)}: supported values: {', '.join(map(_q, VALID_TYPES))}",
             )
         if embedded and node_type != "object":
-            yield Violation(
+            yield Problem(
                 f"{path}.type",
                 "Required value: must be object if x-kubernetes-embedded-resource is true",
             )
@@ -158,34 +158,34 @@ class SchemaChecker:
                 "item": "for specified array items",
                 "field": "for specified object fields",
             }[level]
-            yield Violation(f"{path}.type", f"Required value: must not be empty {where}")
+            yield Problem(f"{path}.type", f"Required value: must not be empty {where}")
         if int_or_string and node_type:
-            yield Violation(
+            yield Problem(
                 f"{path}.type",
                 f"Invalid value: {_q(node_type)}: must be empty if x-kubernetes-int-or-string is true",
             )
         if node_type == "array" and "items" not in node:
-            yield Violation(f"{path}.items", "Required value: must be specified")
+            yield Problem(f"{path}.items", "Required value: must be specified")
         if level == "root":
             if node_type and node_type != "object":
-                yield Violation(
+                yield Problem(
                     f"{path}.type", f"Invalid value: {_q(node_type)}: must be object at the root"
                 )
             if "additionalProperties" in node:
-                yield Violation(
+                yield Problem(
                     f"{path}.additionalProperties", "Forbidden: must not be used at the root"
                 )
             if embedded:
-                yield Violation(
+                yield Problem(
                     f"{path}.{EMBEDDED_RESOURCE}", "Forbidden: must not be used at the root"
                 )
         if embedded and "additionalProperties" in node:
-            yield Violation(
+            yield Problem(
                 f"{path}.additionalProperties",
                 "Forbidden: must not be used if x-kubernetes-embedded-resource is set",
             )
         if embedded and not preserve and not node.get("properties"):
-            yield Violation(
+            yield Problem(
                 f"{path}.properties",
                 "Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
             )
@@ -198,87 +198,87 @@ class SchemaChecker:
             ):
                 child = properties.get(key)
                 if isinstance(child, dict) and child.get("type") != wanted:
-                    yield Violation(
+                    yield Problem(
                         f"{path}.properties[{key}].type",
                         f"Invalid value: {_q(child.get('type'))}: must be {wanted}",
                     )
 
-    def _extensions(self, node: dict[str, Any], path: str) -> Iterator[Violation]:
+    def _extensions(self, node: dict[str, Any], path: str) -> Iterator[Problem]:
         node_type = node.get("type", "")
         if node.get(INT_OR_STRING) and node.get(PRESERVE_UNKNOWN):
-            yield Violation(
+            yield Problem(
                 f"{path}.{PRESERVE_UNKNOWN}",
                 "Invalid value: true: must be false if x-kubernetes-int-or-string is true",
             )
         if node.get(INT_OR_STRING) and node.get(EMBEDDED_RESOURCE):
-            yield Violation(
+            yield Problem(
                 f"{path}.{EMBEDDED_RESOURCE}",
                 "Invalid value: true: must be false if x-kubernetes-int-or-string is true",
             )
         if PRESERVE_UNKNOWN in node and node[PRESERVE_UNKNOWN] is not True:
-            yield Violation(
+            yield Problem(
                 f"{path}.{PRESERVE_UNKNOWN}", "Invalid value: false: must be true or undefined"
             )
         map_type = node.get(MAP_TYPE)
         if map_type is not None:
             if node_type != "object":
-                yield Violation(
+                yield Problem(
                     f"{path}.type",
                     "Required value: must be object if x-kubernetes-map-type is specified",
                 )
             if map_type not in ("atomic", "granular"):
-                yield Violation(
+                yield Problem(
                     f"{path}.{MAP_TYPE}",
                     f'Unsupported value: {_q(map_type)}: supported values: "atomic", "granular"',
                 )
         yield from self._list_type(node, path)
         yield from self._cel_rules(node, path)
 
-    def _list_type(self, node: dict[str, Any], path: str) -> Iterator[Violation]:
+    def _list_type(self, node: dict[str, Any], path: str) -> Iterator[Problem]:
         list_type = node.get(LIST_TYPE)
         keys = node.get(LIST_MAP_KEYS) or []
         items = node.get("items") if isinstance(node.get("items"), dict) else None
         if list_type is not None and node.get("type") != "array":
-            yield Violation(
+            yield Problem(
                 f"{path}.type",
                 "Required value: must be array if x-kubernetes-list-type is specified",
             )
         if list_type is not None and list_type not in ("atomic", "set", "map"):
-            yield Violation(
+            yield Problem(
                 f"{path}.{LIST_TYPE}",
                 f'Unsupported value: {_q(list_type)}: supported values: "atomic", "map", "set"',
             )
         if keys and list_type != "map":
-            yield Violation(
+            yield Problem(
                 f"{path}.{LIST_TYPE}",
                 "Invalid value: must be map if x-kubernetes-list-map-keys is non-empty",
             )
         if list_type == "set" and items is not None:
             if items.get("type") == "object" and items.get(MAP_TYPE) != "atomic":
-                yield Violation(
+                yield Problem(
                     f"{path}.items.{MAP_TYPE}",
                     "Invalid value: must be atomic as item of a list with x-kubernetes-list-type=set",
                 )
             if items.get("type") == "array" and items.get(LIST_TYPE, "atomic") != "atomic":
-                yield Violation(
+                yield Problem(
                     f"{path}.items.{LIST_TYPE}",
                     "Invalid value: must be atomic as item of a list with x-kubernetes-list-type=set",
                 )
         if list_type != "map":
             return
         if not keys:
-            yield Violation(
+            yield Problem(
                 f"{path}.{LIST_MAP_KEYS}",
                 "Required value: must not be empty if x-kubernetes-list-type is map",
             )
         if items is None:
-            yield Violation(
+            yield Problem(
                 f"{path}.items",
                 "Required value: must have a schema if x-kubernetes-list-type is map",
             )
             return
         if items.get("type") != "object":
-            yield Violation(
+            yield Problem(
                 f"{path}.items.type",
                 f"Invalid value: {_q(items.get('type'))}: must be object if parent array's x-kubernetes-list-type is map",
             )
@@ -286,55 +286,55 @@ class SchemaChecker:
         properties = items.get("properties") or {}
         required = set(items.get("required") or [])
         if len(set(keys)) != len(keys):
-            yield Violation(
+            yield Problem(
                 f"{path}.{LIST_MAP_KEYS}", "Invalid value: must not contain duplicate entries"
             )
         for key in keys:
             key_schema = properties.get(key)
             if key_schema is None:
-                yield Violation(
+                yield Problem(
                     f"{path}.{LIST_MAP_KEYS}",
                     f"Invalid value: {_q(key)}: entries must all be names of item properties",
                 )
             elif key_schema.get("type") in ("array", "object"):
-                yield Violation(
+                yield Problem(
                     f"{path}.items.properties[{key}].type",
                     "Invalid value: must be a scalar type if parent array's x-kubernetes-list-type is map",
                 )
             elif key not in required and "default" not in key_schema:
-                yield Violation(
+                yield Problem(
                     f"{path}.items.properties[{key}]",
                     "Invalid value: map list keys must be required or have a default value",
                 )
 
-    def _cel_rules(self, node: dict[str, Any], path: str) -> Iterator[Violation]:
+    def _cel_rules(self, node: dict[str, Any], path: str) -> Iterator[Problem]:
         rules, problems = _list_at(node, VALIDATIONS, path, "rules")
         yield from problems
         for index, rule in enumerate(rules):
             base = f"{path}.{VALIDATIONS}[{index}]"
             if not isinstance(rule, dict):
-                yield Violation(base, "Invalid value: must be a mapping with a rule")
+                yield Problem(base, "Invalid value: must be a mapping with a rule")
                 continue
             text = str(rule.get("rule") or "").strip()
             message = rule.get("message")
             if not text:
-                yield Violation(f"{base}.rule", "Required value: rule is not specified")
+                yield Problem(f"{base}.rule", "Required value: rule is not specified")
             if message is not None and not str(message).strip():
-                yield Violation(
+                yield Problem(
                     f"{base}.message", "Invalid value: message must be non-empty if specified"
                 )
             elif message is not None and "\n" in str(message).strip():
-                yield Violation(
+                yield Problem(
                     f"{base}.message", "Invalid value: message must not contain line breaks"
                 )
             elif "\n" in text and not message:
-                yield Violation(
+                yield Problem(
                     f"{base}.message",
                     "Required value: message must be specified if rule contains line breaks",
                 )
             reason = rule.get("reason")
             if reason is not None and reason not in CEL_REASONS:
-                yield Violation(
+                yield Problem(
                     f"{base}.reason",
                     f"Unsupported value: {_q(reason)}: supported values: {', '.join(map(_q, CEL_REASONS))}",
                 )
@@ -342,11 +342,9 @@ class SchemaChecker:
                 set(rule)
                 - {"rule", "message", "messageExpression", "reason", "fieldPath", "optionalOldSelf"}
             ):
-                yield Violation(
-                    f"{base}.{key}", "unknown field: the apiserver ignores it", "warning"
-                )
+                yield Problem(f"{base}.{key}", "unknown field: the apiserver ignores it", "warning")
 
-    def _junctors(self, node: dict[str, Any], path: str) -> Iterator[Violation]:
+    def _junctors(self, node: dict[str, Any], path: str) -> Iterator[Problem]:
         skip_any_of = node.get("anyOf") == INT_OR_STRING_ANY_OF
         for junctor in JUNCTORS:
             branches, problems = _list_at(node, junctor, path, "schemas")
@@ -368,21 +366,21 @@ class SchemaChecker:
 
     def _nested(
         self, branch: Any, path: str, structural: dict[str, Any] | None, structural_path: str
-    ) -> Iterator[Violation]:
+    ) -> Iterator[Problem]:
         """Value validations under a junctor: no structure of their own, and nothing the
         structural part of the schema does not also specify (completeness)."""
         if not isinstance(branch, dict):
-            yield Violation(path, "must be a schema object")
+            yield Problem(path, "must be a schema object")
             return
         for key, message in FORBIDDEN_IN_JUNCTORS.items():
             if key in branch and branch[key] not in (None, False, "", []):
-                yield Violation(f"{path}.{key}", f"Forbidden: {message}")
+                yield Problem(f"{path}.{key}", f"Forbidden: {message}")
         if structural is None:
-            yield Violation(structural_path, f"Required value: because it is defined in {path}")
+            yield Problem(structural_path, f"Required value: because it is defined in {path}")
             structural = {}
         properties = branch.get("properties") or {}
         if "metadata" in properties:
-            yield Violation(
+            yield Problem(
                 f"{path}.properties[metadata]",
                 "Forbidden: must not be specified in a nested context",
             )
@@ -410,18 +408,18 @@ class SchemaChecker:
 
     def _defaults(
         self, node: dict[str, Any], path: str, level: str, in_resource_meta: bool
-    ) -> Iterator[Violation]:
+    ) -> Iterator[Problem]:
         if "default" not in node:
             return
         if level == "root":
-            yield Violation(f"{path}.default", "Forbidden: must not be set at the root")
+            yield Problem(f"{path}.default", "Forbidden: must not be set at the root")
         elif in_resource_meta:
-            yield Violation(f"{path}.default", "Forbidden: must not be set in top-level metadata")
+            yield Problem(f"{path}.default", "Forbidden: must not be set in top-level metadata")
         else:
             for problem in default_problems(node):
-                yield Violation(f"{path}.default", f"Invalid value: {problem}")
+                yield Problem(f"{path}.default", f"Invalid value: {problem}")
 
-    def _children(self, node: dict[str, Any], path: str, level: str) -> Iterator[Violation]:
+    def _children(self, node: dict[str, Any], path: str, level: str) -> Iterator[Problem]:
         for name, child in (node.get("properties") or {}).items():
             meta = level == "root" and name in ("metadata", "apiVersion", "kind")
             yield from self.check(
@@ -436,7 +434,7 @@ class SchemaChecker:
         if isinstance(items, dict):
             yield from self.check(items, f"{path}.items", "item", in_resource_meta=False)
 
-    def _root_metadata(self, schema: dict[str, Any], path: str) -> Iterator[Violation]:
+    def _root_metadata(self, schema: dict[str, Any], path: str) -> Iterator[Problem]:
         metadata = (schema.get("properties") or {}).get("metadata")
         if not isinstance(metadata, dict):
             return
@@ -444,7 +442,7 @@ class SchemaChecker:
         extra_keys = set(metadata) - allowed
         props = metadata.get("properties") or {}
         if extra_keys or set(props) - {"name", "generateName"}:
-            yield Violation(
+            yield Problem(
                 f"{path}.properties[metadata]",
                 "Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
             )
@@ -452,23 +450,23 @@ class SchemaChecker:
 
 def _list_at(
     node: dict[str, Any], key: str, path: str, what: str
-) -> tuple[list[Any], list[Violation]]:
+) -> tuple[list[Any], list[Problem]]:
     """The list under ``key`` (empty when unset), or no items and why it is not a list."""
     value = node.get(key)
     if value is None:
         return [], []
     if not isinstance(value, list):
-        return [], [Violation(f"{path}.{key}", f"Invalid value: must be a list of {what}")]
+        return [], [Problem(f"{path}.{key}", f"Invalid value: must be a list of {what}")]
     return value, []
 
 
-def check_pattern(pattern: Any, path: str) -> Iterator[Violation]:
+def check_pattern(pattern: Any, path: str) -> Iterator[Problem]:
     if not isinstance(pattern, str):
-        yield Violation(path, "Invalid value: must be a string")
+        yield Problem(path, "Invalid value: must be a string")
         return
     problem = re2_problem(pattern)
     if problem:
-        yield Violation(
+        yield Problem(
             path,
             f"Invalid value: {_q(pattern)}: {problem}, which RE2 (Go's regexp, the apiserver's) does not support",
         )
@@ -478,7 +476,7 @@ def check_pattern(pattern: Any, path: str) -> Iterator[Violation]:
     try:
         re.compile(pattern)
     except re.error as exc:
-        yield Violation(
+        yield Problem(
             path,
             f"Invalid value: {_q(pattern)}: must be a valid regular expression, but isn't: {exc}",
         )

@@ -16,33 +16,33 @@ from typing import Any
 from olmtool.crd.apiextensions import crd_violations
 from olmtool.crd.apitypes import decode_crd, decode_schema
 from olmtool.crd.schema_rules import SchemaChecker
-from olmtool.crd.violations import Severity, Violation, errors, report
+from olmtool.crd.violations import Problem, Severity, errors, report
 
-__all__ = ["Severity", "Violation", "check_crd", "check_schema", "errors"]
+__all__ = ["Problem", "Severity", "check_crd", "check_schema", "errors"]
 
 
-def check_crd(crd: Any) -> list[Violation]:
+def check_crd(crd: Any) -> list[Problem]:
     """Every reason the kube-apiserver would reject this CRD (plus silent-drop warnings).
 
     Like the apiserver, it first decodes the CRD into the apiextensions/v1 types: values
     of the wrong JSON type are refused there ("cannot unmarshal ..."), before any rule.
     """
     if not isinstance(crd, dict):
-        return [Violation("<root>", "must be a mapping (a CustomResourceDefinition object)")]
+        return [Problem("<root>", "must be a mapping (a CustomResourceDefinition object)")]
     if crd.get("apiVersion") != "apiextensions.k8s.io/v1beta1":  # refused as removed
         crd, problems = decode_crd(crd)
         if problems:
-            return report(Violation(p.path, _hinted(p.path, p.message)) for p in problems)
+            return report(Problem(p.path, _hinted(p.path, p.message)) for p in problems)
     return report(crd_violations(crd))
 
 
-def check_schema(schema: Any, path: str = "openAPIV3Schema") -> list[Violation]:
+def check_schema(schema: Any, path: str = "openAPIV3Schema") -> list[Problem]:
     """Structural-schema and apiextensions rules for one ``openAPIV3Schema``."""
     if isinstance(schema, dict):
         schema, problems = decode_schema(schema)
         if problems:
             return report(
-                Violation(f"{path}.{p.path}".rstrip("."), _hinted(p.path, p.message))
+                Problem(f"{path}.{p.path}".rstrip("."), _hinted(p.path, p.message))
                 for p in problems
             )
     return report(SchemaChecker().check_root(schema, path))
