@@ -102,6 +102,23 @@ class ArgumentError(InputError):
         return f"{self.argument} {self.message}"
 
 
+class PortTaken(ArgumentError):
+    """A port cannot be bound: another process holds it (or it is not allowed). ``port``
+    is the port; ``argument`` the keyword argument that chose it, so the CLI names its
+    flag ("" when olmtool picked the port itself: the caller may retry on another).
+
+    >>> print(PortTaken("8080: in use; choose another port", port=8080, argument="http_port"))
+    http_port 8080: in use; choose another port
+    """
+
+    def __init__(self, message: str, *, port: int, argument: str = ""):
+        super().__init__(message, argument=argument)
+        self.port = port
+
+    def __str__(self) -> str:
+        return f"{self.argument} {self.message}" if self.argument else self.message
+
+
 class InternalError(OlmtoolError):
     """Not the user's input: a runtime state of a component (catalog server, OLM engine)
     that is reported to its client (pod status, gRPC status) rather than to a terminal."""

@@ -251,7 +251,7 @@ def exit_code(exc: OlmtoolError) -> int:
 
 def error_line(exc: OlmtoolError) -> str:
     """A user error as the CLI shows it: flags instead of argument names, and a hint."""
-    if isinstance(exc, ArgumentError):
+    if isinstance(exc, ArgumentError) and exc.argument:
         return f"{FLAGS.get(exc.argument, exc.argument)} {exc.message}"
     if isinstance(exc, ProjectNotFound):
         return f"{exc}; pass --config FILE for one elsewhere"

@@ -45,7 +45,7 @@ from olmtool.cluster.planecerts import (
     loopback_serving_cert,
 )
 from olmtool.cluster.portrecord import PortRecord, port_holder, port_in_use
-from olmtool.errors import OlmtoolError
+from olmtool.errors import OlmtoolError, PortTaken
 from olmtool.ports import LOOPBACK
 from olmtool.ports import free_port as free_port  # re-exported: callers predate olmtool.ports
 
@@ -86,14 +86,6 @@ Progress = Callable[[str], None]
 
 class ControlPlaneError(OlmtoolError):
     """A control-plane component did not start or become healthy."""
-
-
-class _PortTaken(ControlPlaneError):
-    """A port we picked was taken by someone else before the component bound it."""
-
-
-class PortInUse(ControlPlaneError):
-    """A recorded port users rely on is held by another process."""
 
 
 @dataclass
@@ -253,7 +245,7 @@ def start_component(
 ) -> subprocess.Popen[bytes]:
     """Start ``name`` (one of :data:`COMPONENTS`) on its recorded ports and wait until it
     is healthy. An internal port someone else holds is replaced by a free one (said
-    through ``progress``); the apiserver's recorded port never moves: :class:`PortInUse`."""
+    through ``progress``); the apiserver's recorded port never moves: :class:`~olmtool.errors.PortTaken`."""
     say = progress or (lambda _message: None)
     for attempt in range(1, _PORT_ATTEMPTS + 1):
         for port_name in COMPONENT_PORTS[name]:
@@ -270,7 +262,7 @@ def start_component(
         try:
             _wait_healthy(plane, name, timeout)
             return process
-        except _PortTaken:
+        except PortTaken:
             _terminate(plane.processes.pop(name), 5.0)
             if fresh_store:  # a new store remembers its first peer URL: start it over
                 shutil.rmtree(plane.state_dir / "etcd", ignore_errors=True)
@@ -288,11 +280,12 @@ def _move(plane: ControlPlane, port_name: str, say: Progress) -> None:
     port = plane.ports[port_name]
     holder = port_holder(port) or "another process"
     if port_name in STABLE_PORTS and plane.ports.settled(port_name):
-        raise PortInUse(
+        raise PortTaken(
             f"{port_name} cannot start: its port {LOOPBACK}:{port} (recorded at the first "
             f"`up`; kubeconfigs name it) is in use by {holder}. Stop that process and run "
             "`olmtool cluster up` again, or start over on new ports with "
-            "`olmtool cluster down --delete`"
+            "`olmtool cluster down --delete`",
+            port=port,
         )
     new = plane.ports.replace(port_name)
     say(f"{port_name}: port {port} is in use by {holder}; using {new} instead")
@@ -476,8 +469,10 @@ def _wait_http(
         if process.poll() is not None:
             log = plane.state_dir / f"{component}.log"
             taken = "address already in use" in _tail(log)
-            error = _PortTaken if taken else ControlPlaneError
-            raise error(f"{component} exited with code {process.returncode}; see {log}")
+            message = f"{component} exited with code {process.returncode}; see {log}"
+            if taken:
+                raise PortTaken(message, port=plane.ports[COMPONENT_PORTS[component][0]])
+            raise ControlPlaneError(message)
         try:
             with urllib.request.urlopen(request, timeout=5, context=context) as response:
                 if response.status == 200:

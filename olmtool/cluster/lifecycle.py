@@ -60,7 +60,7 @@ from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port
 from olmtool.cluster.processes import ClusterError, Component, detach, terminate
 from olmtool.cluster.registryauth import ensure_registry_auth, read_login, remember_root
 from olmtool.cluster.standins import push_standins
-from olmtool.errors import ArgumentError, OlmtoolError
+from olmtool.errors import ArgumentError, OlmtoolError, PortTaken
 from olmtool.ports import LOOPBACK
 
 # Stopped in this order: the OLM engine, the node (its Pods are stopped between the kubelet
@@ -394,7 +394,7 @@ def _record(cluster: Cluster, plane: ControlPlane) -> None:
 def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
     """The registry with the cluster's login, on its recorded port (``port`` at the first
     start: 0 picks a free one); sets ``cluster.registry`` and ``docker_config``."""
-    from olmtool.images import LocalRegistryError, RegistryPortTaken, start_registry
+    from olmtool.images import LocalRegistryError, start_registry
 
     ports = PortRecord.load(state_dir)
     for attempt in range(1, 4):
@@ -411,7 +411,7 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
         try:
             registry = start_registry(state_dir / "registry", port=chosen, htpasswd=auth.htpasswd)
             break
-        except LocalRegistryError as exc:
+        except (LocalRegistryError, PortTaken) as exc:
             if ports.settled("registry"):
                 raise ClusterError(f"registry on port {chosen}: {exc}") from None
             ports.forget("registry")  # not used yet: the next up may pick another
@@ -421,7 +421,7 @@ def _start_registry(cluster: Cluster, state_dir: Path, port: int) -> None:
                     f"free port): {exc}",
                     argument="registry_port",
                 ) from None
-            if not isinstance(exc, RegistryPortTaken) or attempt == 3:
+            if not isinstance(exc, PortTaken) or attempt == 3:
                 raise ClusterError(f"registry on port {chosen}: {exc}") from None
     pid = registry.process.pid
     cluster.components["registry"] = Component.of(pid)

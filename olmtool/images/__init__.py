@@ -55,7 +55,6 @@ __all__ = lazy_package(
         "olmtool.images.localregistry": (
             "LocalRegistry",
             "LocalRegistryError",
-            "RegistryPortTaken",
             "find_registry_binary",
             "start_registry",
         ),

@@ -22,7 +22,7 @@ from types import TracebackType
 import httpx
 
 from olmtool import yamlwrite
-from olmtool.errors import OlmtoolError
+from olmtool.errors import OlmtoolError, PortTaken
 from olmtool.ports import LOOPBACK, free_port
 
 BINARY = "docker-registry"
@@ -33,10 +33,6 @@ _PORT_ATTEMPTS = 3
 
 class LocalRegistryError(OlmtoolError):
     """The local registry is not installed, or did not start."""
-
-
-class RegistryPortTaken(LocalRegistryError):
-    """The free port we picked was taken before the registry bound it."""
 
 
 @dataclass
@@ -100,7 +96,7 @@ def start_registry(
     for attempt in range(1, attempts + 1):
         try:
             return _launch(binary, state_dir, port or free_port(), htpasswd, tls, timeout)
-        except RegistryPortTaken:
+        except PortTaken:
             if attempt == attempts:
                 raise
     raise AssertionError("unreachable")
@@ -168,13 +164,13 @@ def _wait_ready(registry: LocalRegistry, timeout: float) -> None:
         while time.monotonic() < deadline:
             if registry.process.poll() is not None:
                 tail = _log_tail(registry.log)
-                error = (
-                    RegistryPortTaken if "address already in use" in tail else LocalRegistryError
-                )
-                raise error(
+                message = (
                     f"{BINARY} exited with code {registry.process.returncode}: {tail}"
                     f" (log: {registry.log})"
                 )
+                if "address already in use" in tail:
+                    raise PortTaken(message, port=int(registry.address.rpartition(":")[2]))
+                raise LocalRegistryError(message)
             try:
                 if client.get(f"{registry.url}/v2/").status_code in (200, 401):
                     return

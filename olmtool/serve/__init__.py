@@ -31,7 +31,6 @@ __all__ = lazy_package(
         ),
         "olmtool.serve.limits": ("ServerLimits",),
         "olmtool.serve.server": (
-            "PortUnavailable",
             "RunningServer",
             "start_server",
         ),

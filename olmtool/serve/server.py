@@ -16,7 +16,7 @@ import grpc
 from grpc_health.v1 import health
 
 from olmtool.catalog import OpmCompat
-from olmtool.errors import ArgumentError
+from olmtool.errors import PortTaken
 from olmtool.serve.grpc_server import RequestLog, create_grpc_server
 from olmtool.serve.http import CatalogdServer
 from olmtool.serve.index import CatalogIndex, build_index
@@ -82,7 +82,7 @@ def start_server(
     line per request. ``limits`` bounds connections, threads, timeouts and request sizes
     (:class:`ServerLimits`; the defaults suit a catalog server). ``opm_compat`` 1.26
     answers gRPC exactly as opm v1.26 does (no deprecations, no synthesized CSVs). Raises
-    InputError when the catalog does not load and :class:`PortUnavailable` when a port
+    InputError when the catalog does not load and :class:`~olmtool.errors.PortTaken` when a port
     cannot be bound.
     """
     root = Path(root)
@@ -165,13 +165,7 @@ def _start_http(
     return server
 
 
-class PortUnavailable(ArgumentError):
-    """A server's port cannot be bound (taken by another process, or not allowed):
-    ``argument`` names the port's keyword (``grpc_port``, ``http_port``), so the CLI
-    names the flag that picks another one."""
-
-
-def _port_error(argument: str, port: int, problem: str) -> PortUnavailable:
+def _port_error(argument: str, port: int, problem: str) -> PortTaken:
     # for HTTP the command's 0 means "off", so only gRPC's message offers it
     free = " (0: any free one)" if argument == "grpc_port" else ""
-    return PortUnavailable(f"{port}: {problem}; choose another port{free}", argument=argument)
+    return PortTaken(f"{port}: {problem}; choose another port{free}", port=port, argument=argument)

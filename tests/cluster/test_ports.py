@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from olmtool.cluster import controlplane
-from olmtool.cluster.controlplane import PortInUse, prepare_plane
+from olmtool.cluster.controlplane import prepare_plane
 from olmtool.cluster.portrecord import PortRecord, port_holder, port_in_use
+from olmtool.errors import PortTaken
 
 
 def test_ports_are_picked_once_and_reused(tmp_path: Path) -> None:
@@ -109,7 +110,7 @@ def test_a_recorded_apiserver_port_never_moves(tmp_path: Path) -> None:
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", plane.ports["kube-apiserver"]))
         squatter.listen()
-        with pytest.raises(PortInUse, match=r"kube-apiserver cannot start: its port .* is in "):
+        with pytest.raises(PortTaken, match=r"kube-apiserver cannot start: its port .* is in "):
             controlplane._move(plane, "kube-apiserver", lambda _m: None)
         said: list[str] = []
         old = plane.ports["kube-scheduler"]
