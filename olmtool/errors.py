@@ -14,7 +14,7 @@
     |                            control plane, the asset build, a local cluster
     +-- ClusterClientError       a cluster used as a client: ClusterUnreachable,
     |                            ClusterAuthError (401/403), ClusterRequestError
-    +-- InternalError            a state of a long-running component (a pod that cannot
+    +-- ServiceError            a state of a long-running component (a pod that cannot
                                  start, a request a server refuses), reported where it
                                  belongs (pod status, gRPC status), not a user mistake
 
@@ -119,7 +119,7 @@ class PortTaken(ArgumentError):
         return f"{self.argument} {self.message}" if self.argument else self.message
 
 
-class InternalError(OlmtoolError):
+class ServiceError(OlmtoolError):
     """Not the user's input: a runtime state of a component (catalog server, OLM engine)
     that is reported to its client (pod status, gRPC status) rather than to a terminal."""
 

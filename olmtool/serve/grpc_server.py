@@ -33,7 +33,7 @@ from grpc_reflection.v1alpha import reflection
 
 from olmtool.catalog import OpmCompat
 from olmtool.catalog import declcfg as dc
-from olmtool.errors import InputError, InternalError
+from olmtool.errors import InputError, ServiceError
 from olmtool.proto import registry_pb2 as pb
 from olmtool.proto import registry_pb2_grpc as pb_grpc
 from olmtool.serve import apitext
@@ -65,11 +65,11 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 
-class BadRequest(InternalError, ValueError):
+class BadRequest(ServiceError, ValueError):
     """A request lacks a field the RPC cannot do without."""
 
 
-class UnreadableBundleError(InternalError):
+class UnreadableBundleError(ServiceError):
     """A bundle's objects cannot be decoded: the catalog is broken, not the request.
 
     Objects are decoded per request (decoding all of them at start-up would double it),

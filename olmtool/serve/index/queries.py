@@ -9,7 +9,7 @@ from typing import Any
 
 from olmtool.catalog import RawBlob, decode_blob
 from olmtool.catalog import declcfg as dc
-from olmtool.errors import InternalError
+from olmtool.errors import ServiceError
 from olmtool.safefiles import read_regular
 from olmtool.serve.index.data import (
     GVK,
@@ -24,7 +24,7 @@ from olmtool.serve.index.store import BlobRef, BlobStore
 from olmtool.serve.limits import echo
 
 
-class NotFoundError(InternalError, LookupError):
+class NotFoundError(ServiceError, LookupError):
     """A package, channel, bundle or provider a request named is not in the catalog."""
 
 
@@ -200,5 +200,5 @@ def _decode(data: dict[str, Any], origin: dc.Origin, kind: str) -> Any:
     config = dc.DeclarativeConfig()
     problem = decode_blob(RawBlob(data, origin), config)
     if problem is not None:
-        raise InternalError(problem.message, path=origin.file or None, line=origin.line)
+        raise ServiceError(problem.message, path=origin.file or None, line=origin.line)
     return getattr(config, kind)[0]
