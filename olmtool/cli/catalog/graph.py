@@ -14,6 +14,7 @@ from olmtool.cli.catalog import app, opm_compat_option
 from olmtool.cli.output import OutputFormat, OutputOption, emit, escape, stdout
 
 if TYPE_CHECKING:
+    from rich.table import Table
     from rich.tree import Tree
 
     from olmtool.catalog import ChannelView, EntryView, PackageView, UpgradePath
@@ -140,9 +141,6 @@ def _entry_label(entry: EntryView) -> str:
 
 
 def _print_paths(paths: list[UpgradePath]) -> None:
-    from rich import box
-    from rich.table import Table
-
     if not paths:
         stdout.print("no channels")
         return
@@ -150,27 +148,31 @@ def _print_paths(paths: list[UpgradePath]) -> None:
     for path in paths:
         groups.setdefault((path.package, path.channel), []).append(path)
     for (package, channel), rows in groups.items():
-        head = rows[0].head or "none"
-        table = Table(
-            title=f"{escape(package)} / {escape(channel)}  (head {escape(head)})",
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-        )
-        # Bundle names get their full width where the terminal allows, and fold (never an
-        # ellipsis: a cut bundle name is useless) where it does not.
-        width = max(len(name) for row in rows for name in (row.bundle, *row.v0_path))
-        table.add_column("installed", overflow="fold", min_width=width)
-        table.add_column("OLM v0 path to head", overflow="fold", min_width=width)
-        table.add_column("hops", justify="right", no_wrap=True)
-        table.add_column("OLM v1 next", overflow="fold")
-        for row in rows:
-            table.add_row(
-                escape(row.bundle),
-                _v0_text(row),
-                str(row.v0_hops),
-                escape(row.v1_next) if row.v1_next else "[dim]-[/]",
-            )
-        stdout.print(table, soft_wrap=False)
+        stdout.print(_paths_table(package, channel, rows), soft_wrap=False)
+
+
+def _paths_table(package: str, channel: str, rows: list[UpgradePath]) -> Table:
+    """One channel's bundles, each with its OLM v0 path to the head and OLM v1's next."""
+    from rich import box
+    from rich.table import Table
+
+    head = rows[0].head or "none"
+    table = Table(
+        title=f"{escape(package)} / {escape(channel)}  (head {escape(head)})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    # Bundle names get their full width where the terminal allows, and fold (never an
+    # ellipsis: a cut bundle name is useless) where it does not.
+    width = max(len(name) for row in rows for name in (row.bundle, *row.v0_path))
+    table.add_column("installed", overflow="fold", min_width=width)
+    table.add_column("OLM v0 path to head", overflow="fold", min_width=width)
+    table.add_column("hops", justify="right", no_wrap=True)
+    table.add_column("OLM v1 next", overflow="fold")
+    for row in rows:
+        v1_next = escape(row.v1_next) if row.v1_next else "[dim]-[/]"
+        table.add_row(escape(row.bundle), _v0_text(row), str(row.v0_hops), v1_next)
+    return table
 
 
 def _v0_text(row: UpgradePath) -> str:
