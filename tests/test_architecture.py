@@ -64,3 +64,20 @@ def test_a_broken_contract_fails_lint(
     broken = [row for row in run.stdout.splitlines() if " BROKEN" in row]
     assert len(broken) >= 1 and any(row.startswith(contract) for row in broken), broken
     assert edge in run.stdout
+
+
+def test_the_architecture_page_is_one_page_naming_every_package() -> None:
+    page = (REPO / "docs" / "architecture.md").read_text()
+    assert len(page.splitlines()) <= 150
+    package = REPO / "olmtool"
+    packages = [p.parent for p in package.glob("*/__init__.py")]
+    modules = [p for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")]
+    named = [f"olmtool.{p.name}" for p in packages] + [p.stem for p in modules]
+    assert [name for name in named if f"`{name}" not in page] == []
+    # and the layers drawn are the contract's, top to bottom
+    import tomllib
+
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in contract["contracts"] if c["type"] == "layers"]
+    drawn = [line.split()[0] for line in page.split("```")[1].splitlines() if line.strip()]
+    assert drawn[: len(layers) - 1] == [layer.split()[0] for layer in layers[:-1]]

@@ -1,7 +1,8 @@
-"""olmtool's OLM v0 engine: the ``operators.coreos.com`` API on the local cluster, catalog
-sources, Subscription resolution, InstallPlans and the CSV state machine, written to
-behave like OLM v0 so the same catalogs, OperatorGroups and Subscriptions work unchanged
-on real OLM (see ``docs/architecture.md``)."""
+"""OLM v0 from the outside: its API (:mod:`~olmtool.olm.api`, the ``operators.coreos.com``
+CRDs), its resolver as pure functions, catalog sources over the registry's gRPC API, and
+what a client does with a cluster that runs OLM (subscribe and follow an install, remove
+it, run upgrades). The engine that plays OLM's operators on the local cluster is
+:mod:`olmtool.engine`, a layer above."""
 
 from olmtool._lazy import lazy_package
 
