@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal
 
+from olmtool.jsonfields import json_fields
+
 Severity = Literal["error", "warning"]
 # Where a check comes from: "upstream" checks give operator-framework/api's or opm's
 # verdict and severity; "olmtool" checks go beyond upstream and are errors only where OLM,
@@ -124,9 +126,4 @@ class CheckRow:
     summary: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "origin": self.origin,
-            "severity": self.severity,
-            "summary": self.summary,
-        }
+        return json_fields(self)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from olmtool.cluster import Cluster, local_cluster_of, resolve_target
 from olmtool.errors import ArgumentError, ClusterUnreachable, InputError, OlmtoolError
 from olmtool.images import Source, SourceKind, classify_source
+from olmtool.jsonfields import json_fields
 from olmtool.kube import OUTAGE_GRACE, Target, cluster_errors, describe
 from olmtool.olm import (
     CatalogSourceUnavailable,
@@ -83,17 +84,8 @@ class InstallResult:
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "package": self.package,
-            "namespace": self.namespace,
-            "csv": self.csv,
-            "catalogSource": self.catalog_source,
-            "operatorGroup": self.operator_group,
-            "installMode": self.install_mode,
-            "targetNamespaces": self.targets,
-            "approvedInstallPlans": self.approved,
-            "seconds": round(self.seconds, 2),
-        }
+        names = {"targets": "targetNamespaces", "approved": "approvedInstallPlans"}
+        return json_fields(self, rename=names, seconds=round(self.seconds, 2))
 
 
 def resolve_kubeconfig(kubeconfig: Path | None, name: str | None = None) -> Path:

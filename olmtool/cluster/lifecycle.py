@@ -61,6 +61,7 @@ from olmtool.cluster.processes import ClusterError, Component, detach, terminate
 from olmtool.cluster.registryauth import ensure_registry_auth, read_login, remember_root
 from olmtool.cluster.standins import push_standins
 from olmtool.errors import ArgumentError, OlmtoolError, PortTaken
+from olmtool.jsonfields import json_fields
 from olmtool.ports import LOOPBACK
 
 # Stopped in this order: the OLM engine, the node (its Pods are stopped between the kubelet
@@ -544,18 +545,9 @@ class ClusterStatus:
     docker_config: str | None = None  # the registry's login (REGISTRY_AUTH_FILE)
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "server": self.server,
-            "kubeconfig": self.kubeconfig,
-            "registry": self.registry,
-            "components": self.components,
-            "apiserver": "healthy" if self.healthy else "down",
-            "node": self.node,
-            "nodeReady": self.node_ready,
-            "olmCRDs": self.olm_crds,
-            "dockerConfig": self.docker_config,
-        }
+        apiserver = "healthy" if self.healthy else "down"
+        names = {"healthy": "apiserver", "olm_crds": "olmCRDs"}
+        return json_fields(self, rename=names, healthy=apiserver)
 
 
 def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> ClusterStatus:

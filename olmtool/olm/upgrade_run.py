@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
+from olmtool.jsonfields import json_fields
 from olmtool.olm.discovery import Discovery
 from olmtool.olm.source import CatalogSourceUnavailable, default_channel
 from olmtool.olm.subscription import (
@@ -100,18 +101,11 @@ class UpgradeRun:
         return self.failure is None
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "package": self.package,
-            "channel": self.channel,
-            "namespace": self.namespace,
-            "start": self.start,
-            "reached": self.reached,
-            "passed": self.passed,
-            "installSeconds": round(self.install_seconds, 2),
-            "hops": [h.as_dict() for h in self.hops],
-            "failure": self.failure,
-            "examples": self.examples,
-        }
+        hops = [h.as_dict() for h in self.hops]
+        seconds = round(self.install_seconds, 2)
+        return json_fields(
+            self, skip=("created",), install_seconds=seconds, hops=hops, passed=self.passed
+        )
 
 
 def _examples(csv: JSON) -> list[JSON]:

@@ -28,6 +28,7 @@ from olmtool.images.image import (
     layer_tar,
     stack_image,
 )
+from olmtool.jsonfields import json_fields
 
 APP = "app"
 SITE_PACKAGES = f"{APP}/site-packages"
@@ -53,12 +54,7 @@ class LayerInfo:
     uncompressed_size: int
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "digest": self.digest,
-            "size": self.size,
-            "uncompressedSize": self.uncompressed_size,
-        }
+        return json_fields(self, skip=("diff_id",))
 
 
 @dataclass(frozen=True)

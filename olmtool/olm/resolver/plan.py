@@ -33,6 +33,7 @@ import semver
 from olmtool.catalog import DeclarativeConfig, load_catalog_strict
 from olmtool.catalog.model import Channel, Package, ResolvedCatalog, build_model
 from olmtool.errors import ArgumentError
+from olmtool.jsonfields import json_fields
 from olmtool.olm.resolver.channels import (
     Candidate,
     ChannelOrderError,
@@ -94,14 +95,9 @@ class UpgradePlan:
         return next(p for p in self.paths if p.bundle == bundle)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "package": self.package,
-            "channel": self.channel,
-            "head": self.head,
-            "passed": self.passed,
-            "paths": [p.as_dict() for p in self.paths],
-            "problems": [p.as_dict() for p in self.problems],
-        }
+        paths = [p.as_dict() for p in self.paths]
+        problems = [p.as_dict() for p in self.problems]
+        return json_fields(self, paths=paths, problems=problems, passed=self.passed)
 
 
 CatalogInput = str | Path | DeclarativeConfig | ResolvedCatalog
