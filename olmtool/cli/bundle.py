@@ -267,11 +267,11 @@ def validate(
 
       olmtool bundle validate --list-checks
     """
-    if list_checks:
-        out.emit_checks(actions.bundle_checks(), output)
+    needed = "a bundle directory or image"
+    if out.listed_checks(
+        list_checks, actions.bundle_checks, output, given=target, needed=needed, hint="TARGET"
+    ):
         return
-    if target is None:
-        raise typer.BadParameter("a bundle directory or image is required", param_hint="TARGET")
     with out.usage_error("ignore", "--ignore"):
         report = actions.bundle_validate(
             target,

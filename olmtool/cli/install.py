@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -24,18 +25,27 @@ def _actions():  # the Kubernetes client is imported only when a command runs
     return actions
 
 
-KubeconfigOption = typer.Option(
-    None,
-    "--kubeconfig",
-    help="Cluster to use (default: the --name local cluster, else $KUBECONFIG, else the "
-    "local cluster olmtool).",
-)
-NameOption = typer.Option(
-    None,
-    "--name",
-    help="Local cluster to use (olmtool cluster up --name NAME); before $KUBECONFIG, "
-    "not with --kubeconfig.",
-)
+def kubeconfig_option(role: str = "Cluster to use") -> Any:
+    """``--kubeconfig``: which cluster a client verb uses (``role`` starts its help)."""
+    return typer.Option(
+        None,
+        "--kubeconfig",
+        help=f"{role} (default: the --name local cluster, else $KUBECONFIG, else the local "
+        "cluster olmtool).",
+    )
+
+
+def name_option(role: str = "Local cluster to use") -> Any:
+    """``--name``: a local cluster by name, instead of a kubeconfig."""
+    return typer.Option(
+        None,
+        "--name",
+        help=f"{role} (olmtool cluster up --name NAME); before $KUBECONFIG, not with --kubeconfig.",
+    )
+
+
+KubeconfigOption = kubeconfig_option()
+NameOption = name_option()
 # exit code of an interrupted command (128 + SIGINT), as the shell reports it
 EXIT_INTERRUPTED = 130
 

@@ -185,6 +185,25 @@ def emit_checks(rows: list[CheckRow], fmt: OutputFormat) -> None:
     emit({"checks": [row.as_dict() for row in rows]}, fmt, text)
 
 
+def listed_checks(
+    list_checks: bool,
+    checks: Callable[[], list[CheckRow]],
+    fmt: OutputFormat,
+    *,
+    given: object,
+    needed: str,
+    hint: str,
+) -> bool:
+    """``--list-checks`` prints the validator's ``checks`` (True: the command is done);
+    without it, what to validate (``given``) is required: ``needed`` names it."""
+    if list_checks:
+        emit_checks(checks(), fmt)
+        return True
+    if given is None:
+        raise typer.BadParameter(f"{needed} is required", param_hint=hint)
+    return False
+
+
 def print_diffs(diffs: Iterable[str]) -> None:
     for diff in diffs:
         stdout.print(escape(diff), end="")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from olmtool.cli.install import check_cluster_flags, kubeconfig_option, name_option
 from olmtool.cli.output import (
     OutputFormat,
     OutputOption,
@@ -42,18 +43,8 @@ def upgrade(
     every: bool = typer.Option(
         False, "--all", help="Dynamic: do it from every bundle of the channel but the head."
     ),
-    kubeconfig: Path | None = typer.Option(
-        None,
-        "--kubeconfig",
-        help="Dynamic: cluster with OLM (default: the --name local cluster, else "
-        "$KUBECONFIG, else the local cluster olmtool).",
-    ),
-    name: str | None = typer.Option(
-        None,
-        "--name",
-        help="Dynamic: local cluster to use (olmtool cluster up --name NAME); before "
-        "$KUBECONFIG, not with --kubeconfig.",
-    ),
+    kubeconfig: Path | None = kubeconfig_option("Dynamic: cluster with OLM"),
+    name: str | None = name_option("Dynamic: local cluster to use"),
     probe: str = typer.Option(
         "",
         "--probe",
@@ -102,7 +93,6 @@ def upgrade(
     olmtool test upgrade --catalog catalog --package etcd-operator --from 0.2.0 --name dev
     """
     from olmtool import actions
-    from olmtool.cli.install import check_cluster_flags
 
     if start or every:
         check_cluster_flags(kubeconfig, name)

@@ -8,6 +8,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -71,6 +72,11 @@ def create_ca(directory: Path, name: str = "olmtool-ca") -> KeyPair:
         )
         .sign(key, hashes.SHA256())
     )
+    return _write_pair(directory, name, cert, key)
+
+
+def _write_pair(directory: Path, name: str, cert: x509.Certificate, key: Any) -> KeyPair:
+    """``<name>.crt`` and ``<name>.key`` (0600) in ``directory``."""
     pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
     pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_key(pair.key, key)
@@ -101,10 +107,7 @@ def _issue(
     for extension in extensions:
         builder = builder.add_extension(extension, critical=False)
     cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
-    pair = KeyPair(directory / f"{name}.crt", directory / f"{name}.key")
-    pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(pair.key, key)
-    return pair
+    return _write_pair(directory, name, cert, key)
 
 
 def create_serving_cert(

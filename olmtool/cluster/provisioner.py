@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from olmtool.kube import Kube, Streams, status_of, watch_forever
+from olmtool.kube import Kube, Streams, configure_logging, status_of, watch_forever
 
 log = logging.getLogger(__name__)
 
@@ -221,10 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", type=Path, required=True)
     parser.add_argument("--state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    configure_logging()
     provisioner = Provisioner(Kube(args.kubeconfig), args.state_dir)
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -7,7 +7,6 @@ local cluster's registry, which ``localhost:5000/...`` bundle images alias."""
 from __future__ import annotations
 
 import argparse
-import logging
 import signal
 import sys
 from pathlib import Path
@@ -21,11 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between rounds")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    from olmtool.kube import configure_logging
+
+    configure_logging(verbose=args.verbose)
 
     from olmtool.engine.loop import Engine
     from olmtool.kube import Kube

@@ -28,6 +28,6 @@ __all__ = lazy_package(
             "connect",
             "from_environment",
         ),
-        "olmtool.kube.watch": ("Streams", "watch_forever"),
+        "olmtool.kube.watch": ("Streams", "configure_logging", "watch_forever"),
     },
 )

@@ -9,6 +9,7 @@ JSON.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -84,24 +85,19 @@ class Kube:
     ) -> JSON:
         """Send one request; the answer as a dict. Raises ``ApiException`` on non-2xx
         (with ``outage_grace``, see the class)."""
+        send = functools.partial(self._send, method, path, query, body, content_type, timeout)
         if self.outage_grace <= 0:
-            return self._send(method, path, query, body, content_type, timeout)
-        return self._through_outage(method, path, query, body, content_type, timeout)
+            return send()
+        return self._through_outage(send, method, path, body, timeout)
 
     def _through_outage(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, Any] | None,
-        body: Any,
-        content_type: str,
-        timeout: float,
+        self, send: Callable[[], JSON], method: str, path: str, body: Any, timeout: float
     ) -> JSON:
         started: float | None = None
         delay = 0.5
         while True:
             try:
-                answer = self._send(method, path, query, body, content_type, timeout)
+                answer = send()
             except Exception as exc:
                 problem = connection_problem(exc)
                 if problem is None or not problem.retry:

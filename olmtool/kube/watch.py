@@ -128,3 +128,13 @@ def _short(exc: BaseException) -> str:
     if isinstance(exc, ApiException):
         return f"{exc.status} {exc.reason}"
     return f"{type(exc).__name__}: {exc}"
+
+
+def configure_logging(*, verbose: bool = False) -> None:
+    """The log lines of an agent that watches the apiserver (the OLM engine, the cluster
+    DNS, the provisioner): timestamped, and without urllib3's retry chatter."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("urllib3").setLevel(logging.WARNING)

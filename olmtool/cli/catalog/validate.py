@@ -54,11 +54,12 @@ def validate(
 
       olmtool catalog validate --list-checks
     """
-    if list_checks:
-        out.emit_checks(actions.catalog_checks(), output)
+    listing = actions.catalog_checks
+    needed = "a catalog directory"
+    if out.listed_checks(
+        list_checks, listing, output, given=directory, needed=needed, hint="DIRECTORY"
+    ):
         return
-    if directory is None:
-        raise typer.BadParameter("a catalog directory is required", param_hint="DIRECTORY")
     with out.usage_error("ignore", "--ignore"):
         report = actions.catalog_validate(
             directory, select=select or [], ignore=ignore or [], config=config

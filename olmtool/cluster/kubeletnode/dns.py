@@ -56,7 +56,7 @@ from olmtool.cluster.kubeletnode.dnsservice import (
 )
 from olmtool.cluster.kubeletnode.kubelet import CLUSTER_DOMAIN
 from olmtool.cluster.network import ClusterNetwork
-from olmtool.kube import Kube, Streams, watch_forever
+from olmtool.kube import Kube, Streams, configure_logging, watch_forever
 
 # a fixed name: run with ``-m`` the module is ``__main__``
 log = logging.getLogger("olmtool.cluster.kubeletnode.dns")
@@ -530,11 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--domain", default=CLUSTER_DOMAIN)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("urllib3").setLevel(logging.WARNING)
+    configure_logging(verbose=args.verbose)
     if not os.access(args.dnsmasq, os.X_OK):
         log.error("%s is not there (apt-get install dnsmasq-base)", args.dnsmasq)
         return 1

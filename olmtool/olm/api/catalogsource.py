@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from olmtool.crd import CustomResource, PrinterColumn, Schema, Version
-from olmtool.olm.api.common import CATEGORIES, GROUP, Opt
+from olmtool.crd import PrinterColumn, Schema
+from olmtool.olm.api.common import Opt, olm_kind, v1alpha1
 
 
 class Icon(Schema):
@@ -75,27 +75,19 @@ class CatalogSourceStatus(Schema):
     message: Opt[str] = None
 
 
-catalog_source = CustomResource(
-    group=GROUP,
-    kind="CatalogSource",
+catalog_source = olm_kind(
+    "CatalogSource",
     short_names=("catsrc",),
-    categories=CATEGORIES,
     description="CatalogSource is a repository of CSVs, CRDs, and operator packages.",
-    versions=(
-        Version(
-            name="v1alpha1",
-            spec=CatalogSourceSpec,
-            status=CatalogSourceStatus,
-            storage=True,
-            printer_columns=(
-                PrinterColumn(name="Display", json_path=".spec.displayName",
-                              description="The pretty name of the catalog"),
-                PrinterColumn(name="Type", json_path=".spec.sourceType",
-                              description="The type of the catalog"),
-                PrinterColumn(name="Publisher", json_path=".spec.publisher",
-                              description="The publisher of the catalog"),
-                PrinterColumn(name="Age", json_path=".metadata.creationTimestamp", type="date"),
-            ),
-        ),
+    versions=v1alpha1(
+        CatalogSourceSpec,
+        CatalogSourceStatus,
+        PrinterColumn(name="Display", json_path=".spec.displayName",
+                      description="The pretty name of the catalog"),
+        PrinterColumn(name="Type", json_path=".spec.sourceType",
+                      description="The type of the catalog"),
+        PrinterColumn(name="Publisher", json_path=".spec.publisher",
+                      description="The publisher of the catalog"),
+        PrinterColumn(name="Age", json_path=".metadata.creationTimestamp", type="date"),
     ),
 )  # fmt: skip

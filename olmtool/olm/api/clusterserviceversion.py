@@ -12,8 +12,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from olmtool.crd import CustomResource, IntOrString, PrinterColumn, RawObject, Schema, Version
-from olmtool.olm.api.common import CATEGORIES, GROUP, LabelSelector, Opt
+from olmtool.crd import IntOrString, PrinterColumn, RawObject, Schema
+from olmtool.olm.api.common import LabelSelector, Opt, olm_kind, v1alpha1
 
 
 class Descriptor(Schema):
@@ -258,27 +258,19 @@ class ClusterServiceVersionStatus(Schema):
     cleanup: Opt[CleanupStatus] = None
 
 
-cluster_service_version = CustomResource(
-    group=GROUP,
-    kind="ClusterServiceVersion",
+cluster_service_version = olm_kind(
+    "ClusterServiceVersion",
     short_names=("csv", "csvs"),
-    categories=CATEGORIES,
     description="ClusterServiceVersion is a Custom Resource of type `ClusterServiceVersionSpec`.",
-    versions=(
-        Version(
-            name="v1alpha1",
-            spec=ClusterServiceVersionSpec,
-            status=ClusterServiceVersionStatus,
-            storage=True,
-            printer_columns=(
-                PrinterColumn(name="Display", json_path=".spec.displayName",
-                              description="The name of the CSV"),
-                PrinterColumn(name="Version", json_path=".spec.version",
-                              description="The version of the CSV"),
-                PrinterColumn(name="Replaces", json_path=".spec.replaces",
-                              description="The name of a CSV that this one replaces"),
-                PrinterColumn(name="Phase", json_path=".status.phase"),
-            ),
-        ),
+    versions=v1alpha1(
+        ClusterServiceVersionSpec,
+        ClusterServiceVersionStatus,
+        PrinterColumn(name="Display", json_path=".spec.displayName",
+                      description="The name of the CSV"),
+        PrinterColumn(name="Version", json_path=".spec.version",
+                      description="The version of the CSV"),
+        PrinterColumn(name="Replaces", json_path=".spec.replaces",
+                      description="The name of a CSV that this one replaces"),
+        PrinterColumn(name="Phase", json_path=".status.phase"),
     ),
 )  # fmt: skip

@@ -10,12 +10,12 @@ real OLM writes that our schema rejects breaks its sync loop, and a field our sc
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
-from olmtool.crd import Schema
+from olmtool.crd import CustomResource, PrinterColumn, Schema, Version
 
 GROUP = "operators.coreos.com"
 CATEGORIES = ("olm",)
@@ -92,3 +92,16 @@ class OverrideCondition(MetaCondition):
     """A condition an administrator sets on an OperatorCondition (time optional)."""
 
     last_transition_time: Opt[datetime] = None  # type: ignore[assignment]
+
+
+def olm_kind(kind: str, *, versions: tuple[Version, ...], **names: Any) -> CustomResource:
+    """One of OLM's kinds: group ``operators.coreos.com``, category ``olm``; ``names``
+    are the rest of :class:`~olmtool.crd.CustomResource` (short names, description)."""
+    return CustomResource(group=GROUP, kind=kind, categories=CATEGORIES, versions=versions, **names)
+
+
+def v1alpha1(spec: type[Schema], status: type[Schema], *columns: PrinterColumn) -> tuple[Version]:
+    """The one stored version of OLM's oldest kinds, with its printer columns."""
+    return (
+        Version(name="v1alpha1", spec=spec, status=status, storage=True, printer_columns=columns),
+    )

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from olmtool.crd import CustomResource, PrinterColumn, Schema, Version
-from olmtool.olm.api.common import CATEGORIES, GROUP, ObjectReference, OLMCondition, Opt
+from olmtool.crd import PrinterColumn, Schema
+from olmtool.olm.api.common import (
+    ObjectReference,
+    OLMCondition,
+    Opt,
+    olm_kind,
+    v1alpha1,
+)
 
 
 class InstallPlanCondition(OLMCondition):
@@ -69,25 +75,17 @@ class InstallPlanStatus(Schema):
     message: Opt[str] = None
 
 
-install_plan = CustomResource(
-    group=GROUP,
-    kind="InstallPlan",
+install_plan = olm_kind(
+    "InstallPlan",
     short_names=("ip",),
-    categories=CATEGORIES,
     description="InstallPlan defines the installation of a set of operators.",
-    versions=(
-        Version(
-            name="v1alpha1",
-            spec=InstallPlanSpec,
-            status=InstallPlanStatus,
-            storage=True,
-            printer_columns=(
-                PrinterColumn(name="CSV", json_path=".spec.clusterServiceVersionNames[0]",
-                              description="The first CSV in the list of clusterServiceVersionNames"),
-                PrinterColumn(name="Approval", json_path=".spec.approval",
-                              description="The approval mode"),
-                PrinterColumn(name="Approved", json_path=".spec.approved", type="boolean"),
-            ),
-        ),
+    versions=v1alpha1(
+        InstallPlanSpec,
+        InstallPlanStatus,
+        PrinterColumn(name="CSV", json_path=".spec.clusterServiceVersionNames[0]",
+                      description="The first CSV in the list of clusterServiceVersionNames"),
+        PrinterColumn(name="Approval", json_path=".spec.approval",
+                      description="The approval mode"),
+        PrinterColumn(name="Approved", json_path=".spec.approved", type="boolean"),
     ),
 )  # fmt: skip

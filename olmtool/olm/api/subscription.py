@@ -6,13 +6,13 @@ from datetime import datetime
 
 from pydantic import Field
 
-from olmtool.crd import CustomResource, PrinterColumn, RawObject, Schema, Version
+from olmtool.crd import PrinterColumn, RawObject, Schema
 from olmtool.olm.api.common import (
-    CATEGORIES,
-    GROUP,
     LabelSelector,
     ObjectReference,
     Opt,
+    olm_kind,
+    v1alpha1,
 )
 
 
@@ -89,26 +89,18 @@ class SubscriptionStatus(Schema):
     conditions: Opt[list[SubscriptionCondition]] = None
 
 
-subscription = CustomResource(
-    group=GROUP,
-    kind="Subscription",
+subscription = olm_kind(
+    "Subscription",
     short_names=("sub", "subs"),
-    categories=CATEGORIES,
     description="Subscription keeps operators up to date by tracking changes to Catalogs.",
-    versions=(
-        Version(
-            name="v1alpha1",
-            spec=SubscriptionSpec,
-            status=SubscriptionStatus,
-            storage=True,
-            printer_columns=(
-                PrinterColumn(name="Package", json_path=".spec.name",
-                              description="The package subscribed to"),
-                PrinterColumn(name="Source", json_path=".spec.source",
-                              description="The catalog source for the specified package"),
-                PrinterColumn(name="Channel", json_path=".spec.channel",
-                              description="The channel of updates to subscribe to"),
-            ),
-        ),
+    versions=v1alpha1(
+        SubscriptionSpec,
+        SubscriptionStatus,
+        PrinterColumn(name="Package", json_path=".spec.name",
+                      description="The package subscribed to"),
+        PrinterColumn(name="Source", json_path=".spec.source",
+                      description="The catalog source for the specified package"),
+        PrinterColumn(name="Channel", json_path=".spec.channel",
+                      description="The channel of updates to subscribe to"),
     ),
 )  # fmt: skip
