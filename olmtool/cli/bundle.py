@@ -238,9 +238,7 @@ def validate(
         "--k8s-version",
         help="Kubernetes version to check removed APIs against (default: the newest olmtool knows, 1.32; a newer spec.minKubeVersion wins).",
     ),
-    list_checks: bool = typer.Option(
-        False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
-    ),
+    list_checks: bool = out.ListChecksOption,
     ignore: list[str] = out.ignore_option("bundle validate"),
     config: Path | None = out.ConfigOption,
     output: out.OutputFormat = out.OutputOption,

@@ -185,6 +185,11 @@ def emit_checks(rows: list[CheckRow], fmt: OutputFormat) -> None:
     emit({"checks": [row.as_dict() for row in rows]}, fmt, text)
 
 
+ListChecksOption = typer.Option(
+    False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
+)
+
+
 def listed_checks(
     list_checks: bool,
     checks: Callable[[], list[CheckRow]],

@@ -197,25 +197,22 @@ def render_semver(template: SemverTemplate, renderer: BundleRenderer) -> dc.Decl
     rendered = _render_once(template, renderer)
     package, versions = _versions(template, rendered)
     origin = dc.Origin(template.file, template.line)
+    generate = {
+        "major": template.generate_major_channels,
+        "minor": template.generate_minor_channels,
+        "origin": origin,
+    }
     if template.opm_compat is OpmCompat.v1_26:
         from olmtool.catalog.templates.semver_opm126 import semver_channels_v1_26
 
+        skip_patch = template.avoid_skip_patch
         channels, default_channel = semver_channels_v1_26(
-            package,
-            versions,
-            major=template.generate_major_channels,
-            minor=template.generate_minor_channels,
-            avoid_skip_patch=template.avoid_skip_patch,
-            origin=origin,
+            package, versions, avoid_skip_patch=skip_patch, **generate
         )
     else:
+        preference = template.default_channel_type_preference
         channels, default_channel = semver_channels(
-            package,
-            versions,
-            major=template.generate_major_channels,
-            minor=template.generate_minor_channels,
-            preference=template.default_channel_type_preference,
-            origin=origin,
+            package, versions, preference=preference, **generate
         )
     return dc.DeclarativeConfig(
         packages=[dc.Package(name=package, default_channel=default_channel, origin=origin)],

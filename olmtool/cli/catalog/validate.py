@@ -26,9 +26,7 @@ def validate(
         help=f"Optional suites to run too ({', '.join(CATALOG_SUITES)}: what OLM v1 "
         "cannot install or upgrade to); comma lists allowed.",
     ),
-    list_checks: bool = typer.Option(
-        False, "--list-checks", help="List every check: origin (upstream/olmtool), severity."
-    ),
+    list_checks: bool = out.ListChecksOption,
     ignore: list[str] = out.ignore_option("catalog validate"),
     config: Path | None = out.ConfigOption,
     output: out.OutputFormat = out.OutputOption,

@@ -2,26 +2,26 @@
 the Python base of operator and catalog images, and local stand-ins for the upstream
 etcd and busybox images (see :mod:`olmtool.images.debian.recipes`)."""
 
-from olmtool.images.debian.apt import DebianError, LockMismatch
-from olmtool.images.debian.build import (
-    LOCK,
-    BuiltImage,
-    LockChange,
-    build_recipe,
-    python_base,
-    relock,
-)
-from olmtool.images.debian.recipes import RECIPES, Recipe
+from olmtool._lazy import lazy_package
 
-__all__ = [
-    "LOCK",
-    "RECIPES",
-    "BuiltImage",
-    "DebianError",
-    "LockChange",
-    "LockMismatch",
-    "Recipe",
-    "build_recipe",
-    "python_base",
-    "relock",
-]
+__all__ = lazy_package(
+    __name__,
+    {
+        "olmtool.images.debian.apt": (
+            "DebianError",
+            "LockMismatch",
+        ),
+        "olmtool.images.debian.build": (
+            "LOCK",
+            "BuiltImage",
+            "LockChange",
+            "build_recipe",
+            "python_base",
+            "relock",
+        ),
+        "olmtool.images.debian.recipes": (
+            "RECIPES",
+            "Recipe",
+        ),
+    },
+)

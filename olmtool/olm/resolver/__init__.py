@@ -11,38 +11,36 @@ namespace (Subscriptions, dependencies, OLM's failure messages), and
 :mod:`~olmtool.olm.resolver.plan` walks every bundle of a channel to its head.
 """
 
-from olmtool.olm.resolver.channels import Candidate, ChannelOrderError, sort_channel
-from olmtool.olm.resolver.plan import BundlePath, PlanProblem, UpgradePlan, upgrade_plan
-from olmtool.olm.resolver.resolve import GLOBAL_NAMESPACE, resolve_namespace
-from olmtool.olm.resolver.types import (
-    CONSTRAINTS_NOT_SATISFIABLE,
-    ERROR_PREVENTED_RESOLUTION,
-    CatalogSource,
-    InstalledCSV,
-    Resolution,
-    ResolutionFailed,
-    ResolvedBundle,
-    Subscription,
-    SubscriptionResult,
-)
+from olmtool._lazy import lazy_package
 
-__all__ = [
-    "CONSTRAINTS_NOT_SATISFIABLE",
-    "ERROR_PREVENTED_RESOLUTION",
-    "GLOBAL_NAMESPACE",
-    "BundlePath",
-    "Candidate",
-    "CatalogSource",
-    "ChannelOrderError",
-    "InstalledCSV",
-    "PlanProblem",
-    "Resolution",
-    "ResolutionFailed",
-    "ResolvedBundle",
-    "Subscription",
-    "SubscriptionResult",
-    "UpgradePlan",
-    "resolve_namespace",
-    "sort_channel",
-    "upgrade_plan",
-]
+__all__ = lazy_package(
+    __name__,
+    {
+        "olmtool.olm.resolver.channels": (
+            "Candidate",
+            "ChannelOrderError",
+            "sort_channel",
+        ),
+        "olmtool.olm.resolver.plan": (
+            "BundlePath",
+            "PlanProblem",
+            "UpgradePlan",
+            "upgrade_plan",
+        ),
+        "olmtool.olm.resolver.resolve": (
+            "GLOBAL_NAMESPACE",
+            "resolve_namespace",
+        ),
+        "olmtool.olm.resolver.types": (
+            "CONSTRAINTS_NOT_SATISFIABLE",
+            "ERROR_PREVENTED_RESOLUTION",
+            "CatalogSource",
+            "InstalledCSV",
+            "Resolution",
+            "ResolutionFailed",
+            "ResolvedBundle",
+            "Subscription",
+            "SubscriptionResult",
+        ),
+    },
+)
