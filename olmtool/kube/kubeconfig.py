@@ -55,6 +55,24 @@ def from_environment() -> Target | None:
 def check_kubeconfig(target: Target) -> None:
     """KubeconfigError naming the file unless it is a YAML kubeconfig whose current
     context names a cluster with a server."""
+    shown = target.shown
+    data = _kubeconfig_data(target)
+    current = data.get("current-context")
+    if not current:
+        raise KubeconfigError(f"kubeconfig {shown} has no current-context")
+    missing = f"its current-context {current!r} is not among its contexts"
+    context = _named(data, "contexts", current, shown, missing)
+    cluster_name = (context.get("context") or {}).get("cluster")
+    if not cluster_name:
+        raise KubeconfigError(f"kubeconfig {shown}: context {current!r} names no cluster")
+    missing = f"cluster {cluster_name!r} of context {current!r} is not among its clusters"
+    cluster = _named(data, "clusters", cluster_name, shown, missing)
+    if not (cluster.get("cluster") or {}).get("server"):
+        raise KubeconfigError(f"kubeconfig {shown}: cluster {cluster_name!r} has no server")
+
+
+def _kubeconfig_data(target: Target) -> dict[str, Any]:
+    """The kubeconfig's YAML mapping (KubeconfigError naming the file otherwise)."""
     import yaml
 
     shown = target.shown
@@ -78,33 +96,18 @@ def check_kubeconfig(target: Target) -> None:
             f"kubeconfig {shown} is not a kubeconfig (a mapping with clusters, users, "
             f"contexts and current-context), but a YAML {type(data).__name__}"
         )
-    current = data.get("current-context")
-    if not current:
-        raise KubeconfigError(f"kubeconfig {shown} has no current-context")
-    context = _named(data, "contexts", current)
-    if context is None:
-        raise KubeconfigError(
-            f"kubeconfig {shown}: its current-context {current!r} is not among its contexts"
-        )
-    cluster_name = (context.get("context") or {}).get("cluster")
-    if not cluster_name:
-        raise KubeconfigError(f"kubeconfig {shown}: context {current!r} names no cluster")
-    cluster = _named(data, "clusters", cluster_name)
-    if cluster is None:
-        raise KubeconfigError(
-            f"kubeconfig {shown}: cluster {cluster_name!r} of context {current!r} is not "
-            "among its clusters"
-        )
-    if not (cluster.get("cluster") or {}).get("server"):
-        raise KubeconfigError(f"kubeconfig {shown}: cluster {cluster_name!r} has no server")
+    return data
 
 
-def _named(data: dict[str, Any], section: str, name: object) -> dict[str, Any] | None:
+def _named(
+    data: dict[str, Any], section: str, name: object, shown: str, missing: str
+) -> dict[str, Any]:
+    """The entry of ``section`` called ``name`` (KubeconfigError saying ``missing``)."""
     entries = data.get(section)
     for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get("name") == name:
             return entry
-    return None
+    raise KubeconfigError(f"kubeconfig {shown}: {missing}")
 
 
 def _yaml_problem(exc: Exception) -> str:

