@@ -171,6 +171,8 @@ PYTHON_311 = Recipe(
         "WorkingDir": "/",
     },
 )
+
+
 def _runs(*command: str) -> dict[str, Any]:
     """An image config that runs ``command`` from ``/`` with the stand-ins' PATH."""
     return {"Env": [f"PATH={PATH}"], "Cmd": list(command), "WorkingDir": "/"}
