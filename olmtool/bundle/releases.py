@@ -1,42 +1,7 @@
-"""Several releases of one package in ``olmtool.yaml``: ``bundle.releases``.
-
-::
-
-    bundle:
-      package: foo-operator
-      channels: [alpha, stable]          # everything shared, as for one release
-      defaultChannel: stable
-      crds: config/crd
-      csv: {displayName: Foo, ...}
-      deployment: {name: foo-operator, image: "quay.io/x/foo:{version}", ...}
-      releases:
-        - version: 0.1.0
-          channels: [alpha]
-          frozen: true                   # built once, never rewritten
-        - version: 0.2.0
-          replaces: foo-operator.v0.1.0
-          crds: releases/0.2.0/crd       # its own CRDs
-        - version: 0.3.0
-          replaces: foo-operator.v0.2.0
-          skipRange: ">=0.1.0 <0.3.0"
-          csv: {minKubeVersion: 1.21.0}
-
-The rule: a release is the shared ``bundle:`` section with the release's keys laid over it.
-
-* A release may set every key of ``bundle:`` except ``package``, ``output`` and
-  ``releases``, with the same meaning. ``csv`` and ``deployment`` are merged key by key;
-  every other value (a list too) replaces the shared one whole.
-* ``version`` (required) and ``frozen`` are the release's own.
-* ``replaces``, ``skips`` and ``skipRange`` are the upgrade edges (the csv's): each
-  release states its own, so the shared ``csv`` may not set them. ``image`` is
-  ``deployment.image``. Each may also be written the long way, not both.
-* ``defaultChannel``: the shared one when it is one of the release's channels, else the
-  release has none unless it names one (a bundle's default must be one of its channels).
-* ``{version}`` and ``{package}`` expand in every image (``deployment.image``,
-  ``csv.relatedImages``, ``csv.containerImage``): see :func:`olmtool.images.expand_image`.
-
-The one-release form (``version:`` at the top, no ``releases:``) is one release, as before.
-Problems are :class:`~olmtool.errors.SettingError` s naming the key in ``olmtool.yaml``
+"""Several releases of one package in ``olmtool.yaml`` (``bundle.releases``): each a
+release's keys laid over the shared ``bundle:`` section, resolved to a
+:class:`ResolvedRelease` with ``BundleSettings`` of its own. The format and its rules are in ``docs/releases.md``;
+problems are :class:`~olmtool.errors.SettingError` s naming the key
 (``releases[2].channels``), so the error points at that key's line.
 """
 
