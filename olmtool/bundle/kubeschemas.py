@@ -34,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-JSON = dict[str, Any]
+from olmtool.kube import JSON
 
 KUBERNETES = "1.20.2"
 KUBERNETES_MINOR = "1.20"

@@ -24,11 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from olmtool.kube import Kube, Streams, configure_logging, status_of, watch_forever
+from olmtool.kube import JSON, Kube, Streams, configure_logging, status_of, watch_forever
 
 log = logging.getLogger(__name__)
 
-JSON = dict[str, Any]
 PROVISIONER = "olmtool.dev/local"
 STORAGE_CLASS = "standard"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
+from olmtool.kube import JSON
+
 if TYPE_CHECKING:
     from olmtool.kube import Kube
 
 log = logging.getLogger("olmtool.engine")
 
-JSON = dict[str, Any]
 GROUP = "operators.coreos.com"
 V1ALPHA1 = f"/apis/{GROUP}/v1alpha1"
 V1 = f"/apis/{GROUP}/v1"

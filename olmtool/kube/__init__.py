@@ -12,7 +12,8 @@ from olmtool._lazy import lazy_package
 __all__ = lazy_package(
     __name__,
     {
-        "olmtool.kube.client": ("JSON", "MERGE_PATCH", "STRATEGIC_PATCH", "Kube"),
+        "olmtool.kube.client": ("Kube",),
+        "olmtool.kube.types": ("JSON", "MERGE_PATCH", "STRATEGIC_PATCH"),
         "olmtool.kube.failures": (
             "ConnectionProblem",
             "cluster_errors",

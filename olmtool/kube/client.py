@@ -22,12 +22,9 @@ from kubernetes.client.exceptions import ApiException
 
 from olmtool.errors import ClusterUnreachable
 from olmtool.kube.failures import connection_problem, status_of
+from olmtool.kube.types import JSON, MERGE_PATCH
 
 log = logging.getLogger(__name__)
-
-JSON = dict[str, Any]
-MERGE_PATCH = "application/merge-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 
 
 class Kube:

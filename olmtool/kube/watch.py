@@ -13,8 +13,8 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from olmtool.kube.client import JSON
 from olmtool.kube.failures import status_of
+from olmtool.kube.types import JSON
 
 log = logging.getLogger(__name__)
 

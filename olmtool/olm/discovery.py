@@ -3,9 +3,10 @@ one reading of ``/apis/<group>/<version>`` (``/api/v1``) for a kind's plural and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from olmtool.errors import OlmNotInstalled
+from olmtool.kube import JSON
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -14,8 +15,6 @@ if TYPE_CHECKING:
 
 # the group version every OLM v0 install serves (CatalogSource, Subscription, ...)
 OLM_API = "operators.coreos.com/v1alpha1"
-
-JSON = dict[str, Any]
 
 
 def api_path(api_version: str) -> str:

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.errors import ArgumentError, OlmtoolError
+from olmtool.kube import JSON
 
 if TYPE_CHECKING:
     from olmtool.kube import Kube
 
-JSON = dict[str, Any]
 GROUP = "/apis/operators.coreos.com"
 CREATED_BY = {"olmtool.dev/created-by": "install"}
 MODES = ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from kubernetes.client.exceptions import ApiException
 
 from olmtool.jsonfields import json_fields
+from olmtool.kube import JSON
 from olmtool.olm.discovery import Discovery
 from olmtool.olm.source import CatalogSourceUnavailable, default_channel
 from olmtool.olm.subscription import (
@@ -48,7 +49,6 @@ from olmtool.olm.subscription import (
 if TYPE_CHECKING:
     from olmtool.kube import Kube
 
-JSON = dict[str, Any]
 OPERATORS = "/apis/operators.coreos.com/v1alpha1"
 READY_PHASES = ("Running", "Ready", "Succeeded", "Available", "Healthy")
 # what a run does with the CSV's alm-examples: create them and wait until each is Ready

@@ -57,12 +57,11 @@ from olmtool.cluster.kubeletnode.dnsservice import (
 )
 from olmtool.cluster.kubeletnode.kubelet import CLUSTER_DOMAIN
 from olmtool.cluster.network import ClusterNetwork
-from olmtool.kube import Kube, Streams, configure_logging, watch_forever
+from olmtool.kube import JSON, Kube, Streams, configure_logging, watch_forever
 
 # a fixed name: run with ``-m`` the module is ``__main__``
 log = logging.getLogger("olmtool.cluster.kubeletnode.dns")
 
-JSON = dict[str, Any]
 DNSMASQ = "/usr/sbin/dnsmasq"
 UPSTREAM_RESOLV = Path("/etc/resolv.conf")
 INTERVAL = 5.0  # seconds between repairs (link, routes, kube-dns) and resolv.conf reads

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from olmtool.cluster.kubeletnode.kubelet import CLUSTER_DOMAIN
+from olmtool.kube import JSON
 
-JSON = dict[str, Any]
 HEADER = (
     "# the cluster's Services and endpoint hostnames, for dnsmasq (addn-hosts);\n"
     "# written by olmtool.cluster.kubeletnode.dns on every change\n"

@@ -6,14 +6,12 @@ import copy
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
 from olmtool.cluster.kubeletnode.dnsrecords import as_dict, as_list
 from olmtool.cluster.network import ClusterNetwork
-from olmtool.kube import Kube, status_of
+from olmtool.kube import JSON, Kube, status_of
 
 log = logging.getLogger("olmtool.cluster.kubeletnode.dns")
-JSON = dict[str, Any]
 DNS_NAMESPACE = "kube-system"
 DNS_NAME = "kube-dns"
 DNS_LABELS = {"k8s-app": "kube-dns", "kubernetes.io/name": "KubeDNS"}
