@@ -120,3 +120,32 @@ def test_uninstall_removes_what_the_plans_created_and_only_that() -> None:
     assert f"/api/v1/namespaces/{NS}/secrets/there-before" in left
     assert "/apis/rbac.authorization.k8s.io/v1/clusterroles/someone-elses" in left
     assert f"{OLM}/v1alpha1/namespaces/{NS}/subscriptions/op" not in left
+
+
+def test_the_cli_prints_what_uninstall_deleted_as_json(
+    monkeypatch: Any, capsys: Any, tmp_path: Any
+) -> None:
+    """``olmtool uninstall -o json``: the typed result, as every other verb has."""
+    import importlib
+    import json
+    import sys
+
+    import pytest
+
+    from olmtool.cli import main
+
+    action = importlib.import_module("olmtool.actions.install")  # the face gives the function
+
+    kube = FakeKube({f"{OLM}/v1alpha1/namespaces/{NS}/subscriptions/op": {"status": {}}})
+    kube.close = lambda: None  # type: ignore[attr-defined]
+    kube.server, kube.kubeconfig = "https://127.0.0.1:1", tmp_path / "kc"  # type: ignore[attr-defined]
+    monkeypatch.setattr(action, "resolve_target", lambda *_: action.Target(tmp_path / "kc"))
+    monkeypatch.setattr(action, "connect_olm", lambda *_, **__: kube)
+    monkeypatch.setattr(
+        sys, "argv", ["olmtool", "uninstall", "op", "--namespace", NS, "-o", "json"]
+    )
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code in (0, None)
+    result = json.loads(capsys.readouterr().out)
+    assert result == {"package": "op", "namespace": NS, "deleted": [f"Subscription {NS}/op"]}
