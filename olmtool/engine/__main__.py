@@ -24,8 +24,13 @@ def main(argv: list[str] | None = None) -> int:
 
     configure_logging(verbose=args.verbose)
 
+    from olmtool.cluster import registry_credentials
     from olmtool.engine.loop import Engine
+    from olmtool.images import add_credential_source
     from olmtool.kube import Kube
+
+    # bundle and catalog images from the local cluster's registry: its login
+    add_credential_source(registry_credentials)
 
     engine = Engine(
         Kube(args.kubeconfig),

@@ -67,7 +67,7 @@ def test_install_a_version_with_manual_approval_then_uninstall(
     )
     assert csv["status"]["phase"] == "Succeeded"
 
-    removed = uninstall("etcd-operator", namespace=namespace, kubeconfig=ready.kubeconfig)
+    removed = uninstall("etcd-operator", namespace=namespace, kubeconfig=ready.kubeconfig).deleted
     assert f"Subscription {namespace}/etcd-operator" in removed
     assert f"ClusterServiceVersion {namespace}/etcd-operator.v0.2.0" in removed
     assert any(line.startswith("CatalogSource") for line in removed)
