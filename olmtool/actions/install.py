@@ -211,8 +211,8 @@ def install(
     started = time.monotonic()
     deadline = started + timeout
     probe_timeout = max(1.0, min(10.0, timeout * PROBE_SHARE))
+    classified = classify_catalog(catalog)  # a mistyped catalog before any cluster
     target = resolve_target(kubeconfig, name)
-    classified = classify_catalog(catalog)
     directory = classified.path if classified.kind is SourceKind.directory else None
     if directory is not None:
         cluster = _registry_cluster(directory, target)
