@@ -58,6 +58,10 @@ __all__ = lazy_package(
         ),
         "olmtool.actions.cluster_down": ("cluster_down",),
         "olmtool.actions.cluster_load": ("cluster_load",),
+        "olmtool.actions.cluster_node": (
+            "cluster_node_start",
+            "cluster_node_stop",
+        ),
         "olmtool.actions.cluster_status": (
             "KubectlCommand",
             "cluster_kubeconfig",

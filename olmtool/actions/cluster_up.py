@@ -19,17 +19,20 @@ def cluster_up(
     registry_port: int | None = DEFAULT_REGISTRY_PORT,
     node: bool = True,
     olm_crds: bool = True,
+    nodes: int | None = None,
     timeout: float = 120.0,
     progress: Callable[[str], None] | None = None,
 ) -> Cluster:
     """Start the cluster ``name`` (nothing to do when it runs); ``registry_port`` None
     runs no registry, 0 any free port; ``node`` False starts the control plane only;
-    ``olm_crds`` False installs no ``operators.coreos.com`` CRDs (OLM's API)."""
+    ``olm_crds`` False installs no ``operators.coreos.com`` CRDs (OLM's API); ``nodes``
+    is how many nodes a new cluster gets (None: as made, else 1)."""
     return start_cluster(
         name,
         registry_port=registry_port,
         node=node,
         olm_crds=olm_crds,
+        nodes=nodes,
         timeout=timeout,
         progress=progress,
     )

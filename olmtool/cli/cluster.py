@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -20,8 +21,11 @@ from olmtool.cli.output import (
 )
 from olmtool.cluster import DEFAULT_NAME, DEFAULT_REGISTRY_PORT
 
+if TYPE_CHECKING:
+    from olmtool.cluster import Cluster
+
 app = typer.Typer(
-    help="Run a local Kubernetes cluster (real apiserver, controllers, scheduler; pods as processes).",
+    help="Run a local Kubernetes cluster (real apiserver, controllers, scheduler; kubelet and containerd nodes).",
     no_args_is_help=True,
 )
 
@@ -39,6 +43,9 @@ def up(
     ),
     no_registry: bool = typer.Option(False, "--no-registry", help="Run no image registry."),
     no_node: bool = typer.Option(False, "--no-node", help="Control plane only, no node."),
+    nodes: int | None = typer.Option(
+        None, "--nodes", min=1, max=8, help="Nodes of a new cluster (default 1; fixed once made)."
+    ),
     no_olm: bool = typer.Option(
         False,
         "--no-olm",
@@ -56,6 +63,8 @@ def up(
       olmtool cluster up --name ci --registry-port 0 -o json
 
       olmtool cluster up --no-olm    # no OLM API or engine (e.g. to install real OLM)
+
+      olmtool cluster up --name three --nodes 3    # olmtool-node, olmtool-node2, olmtool-node3
     """
     cluster = with_progress(
         "starting the cluster",
@@ -64,23 +73,26 @@ def up(
         registry_port=None if no_registry else registry_port,
         node=not no_node,
         olm_crds=not no_olm,
+        nodes=nodes,
         timeout=timeout,
     )
-    emit(
-        cluster.as_dict(),
-        output,
-        lambda: stdout.print(
-            f"cluster [bold]{escape(name)}[/] is up: {escape(cluster.server)}\n"
-            f"  kubeconfig: {escape(cluster.kubeconfig)}\n"
-            f"  registry:   {escape(cluster.registry or 'none')}\n"
-            + (
-                f"  registry login: {escape(cluster.docker_config)} (REGISTRY_AUTH_FILE)\n"
-                if cluster.docker_config
-                else ""
-            )
-            + f"  network:    {_network_text(cluster.network)}"
-            + "".join(f"\n  note: {escape(note)}" for note in cluster.notes)
-        ),
+    emit(cluster.as_dict(), output, lambda: stdout.print(_up_text(cluster)))
+
+
+def _up_text(cluster: Cluster) -> str:
+    login = (
+        f"  registry login: {escape(cluster.docker_config)} (REGISTRY_AUTH_FILE)\n"
+        if cluster.docker_config
+        else ""
+    )
+    names = cluster.node_names()
+    nodes = f"\n  nodes:      {', '.join(names)}" if names else ""
+    return (
+        f"cluster [bold]{escape(cluster.name)}[/] is up: {escape(cluster.server)}\n"
+        f"  kubeconfig: {escape(cluster.kubeconfig)}\n"
+        f"  registry:   {escape(cluster.registry or 'none')}\n"
+        f"{login}  network:    {_network_text(cluster.network)}{nodes}"
+        + "".join(f"\n  note: {escape(note)}" for note in cluster.notes)
     )
 
 
@@ -126,6 +138,9 @@ def status(name: str = NameOption, output: OutputFormat = OutputOption) -> None:
         for component, running in status.components.items():
             state = "[green]running[/]" if running else "[red]stopped[/]"
             stdout.print(f"  {component:<24} {state}")
+        for node, state in status.nodes.items():
+            colour = "green" if state == "Ready" else "red"
+            stdout.print(f"  node {escape(node):<19} [{colour}]{state}[/]")
         stdout.print(f"  OLM CRDs established: {len(status.olm_crds)}")
         if status.registry:
             stdout.print(f"  registry: {escape(status.registry)}")
@@ -294,3 +309,40 @@ def assets(
         )
         folder = build_assets()
     stdout.print(str(folder))
+
+
+node_app = typer.Typer(
+    help="Stop and start one node of a cluster, as a machine fails and comes back.",
+    no_args_is_help=True,
+)
+app.add_typer(node_app, name="node")
+NodeArgument = typer.Argument(..., help="The node's name (olmtool cluster status lists them).")
+
+
+@node_app.command("stop")
+def node_stop(node: str = NodeArgument, name: str = NameOption) -> None:
+    """Stop a node's kubelet, kube-proxy, containerd and containers, as a machine that is
+    switched off: the cluster sees it NotReady after 40 s and evicts its Pods after
+    their toleration (300 s by default). The first node stays up.
+
+    Example: olmtool cluster up --nodes 3 && olmtool cluster node stop olmtool-node3
+    """
+    stopped = actions.cluster_node_stop(node, name=name)
+    stdout.print(f"node {escape(node)}: stopped {escape(', '.join(stopped) or 'nothing')}")
+
+
+@node_app.command("start")
+def node_start(
+    node: str = NodeArgument,
+    name: str = NameOption,
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds to wait for Ready."),
+) -> None:
+    """Start a stopped node again, with its state, and wait until it is Ready.
+
+    Example: olmtool cluster node start olmtool-node3
+    """
+    started = with_progress(
+        f"starting {node}", actions.cluster_node_start, node=node, name=name, timeout=timeout
+    )
+    done = f"started {', '.join(started)}" if started else "already running"
+    stdout.print(f"node {escape(node)}: {escape(done)}; Ready")

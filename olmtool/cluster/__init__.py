@@ -43,8 +43,13 @@ __all__ = lazy_package(
         "olmtool.cluster.network": (
             "ClusterNetwork",
             "NetworkError",
+            "NodeNetwork",
             "claim_network",
             "release_network",
+        ),
+        "olmtool.cluster.nodecontrol": (
+            "node_start",
+            "node_stop",
         ),
         "olmtool.cluster.registryauth": ("registry_credentials",),
         "olmtool.cluster.target": (

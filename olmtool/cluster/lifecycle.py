@@ -49,12 +49,17 @@ from olmtool.cluster.defaults import DEFAULT_NAME, DEFAULT_REGISTRY_PORT, STATE_
 from olmtool.cluster.kubeletnode import stop_pods
 from olmtool.cluster.localnode import (
     REAL_NODE,
+    base_component,
+    component_name,
     load_into_node,
+    node_names,
+    node_of,
     real_node,
     release_node,
+    running_nodes,
     start_node,
 )
-from olmtool.cluster.network import ClusterNetwork, claim_network, release_network
+from olmtool.cluster.network import MAX_NODES, ClusterNetwork, claim_network, release_network
 from olmtool.cluster.olmcrds import Api, apply_crds, established_olm_crds, wait_established
 from olmtool.cluster.portrecord import PORTS_FILE, PortRecord, port_holder, port_in_use
 from olmtool.cluster.processes import ClusterError, Component, detach, terminate
@@ -96,7 +101,9 @@ class Cluster:
     ca_file: str
     token: str
     registry: str | None = None
-    node: str | None = None
+    node: str | None = None  # the first node's name
+    nodes: int = 1  # how many nodes (set at the first up)
+    stopped_nodes: list[str] = field(default_factory=list)  # by `cluster node stop`
     network: int | None = None  # the claimed cluster network's index
     components: dict[str, Component] = field(default_factory=dict)
     docker_config: str | None = None  # the registry's login, as a docker config.json
@@ -108,6 +115,10 @@ class Cluster:
 
     def running(self) -> dict[str, bool]:
         return {name: component.alive() for name, component in self.components.items()}
+
+    def node_names(self) -> list[str]:
+        """Its nodes' names, the first node's first (none without a node)."""
+        return node_names(self.nodes) if self.runtime == "containerd" else []
 
     def as_dict(self) -> dict[str, object]:
         data = asdict(self)
@@ -139,7 +150,7 @@ def read_cluster(name: str, root: Path | None = None) -> Cluster | None:
     return Cluster(**data)
 
 
-def _save(cluster: Cluster) -> None:
+def save_cluster(cluster: Cluster) -> None:
     data = asdict(cluster)
     data.pop("notes")
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -166,6 +177,7 @@ def up(
     node: bool = True,
     olm_crds: bool = True,
     engine: bool = True,
+    nodes: int | None = None,
     progress: Progress | None = None,
     timeout: float = 120.0,
 ) -> Cluster:
@@ -175,7 +187,9 @@ def up(
     ``olm_crds`` installs OLM's CRDs (also on a running cluster; False removes none
     that are there) and ``engine`` (with them) starts olmtool's OLM engine (False: to
     run real OLM on the cluster). ``node`` False starts no node (containerd, kubelet,
-    kube-proxy, DNS and provisioner: :mod:`olmtool.cluster.kubeletnode`)."""
+    kube-proxy, DNS and provisioner: :mod:`olmtool.cluster.kubeletnode`). ``nodes`` is
+    how many nodes the cluster has (1 to 8), fixed at its first ``up`` (None: as it was
+    made, else 1)."""
     say = progress or (lambda _message: None)
     notes: list[str] = []
 
@@ -185,6 +199,7 @@ def up(
 
     state_dir = cluster_dir(name, root)
     existing = read_cluster(name, root)
+    nodes = _node_count(name, existing, nodes)
     if existing is not None:
         running = existing.running()
         dead = [component for component, alive in running.items() if not alive]
@@ -199,11 +214,11 @@ def up(
                 _install_olm_crds(existing, say, timeout)
                 if engine and "olm-engine" not in existing.components:
                     _start_engine(existing, state_dir, say)
-                    _save(existing)
+                    save_cluster(existing)
             return existing
         if any(running.values()):
             say("stopping leftovers of an earlier run")
-            _stop_components(existing)
+            stop_components(existing)
     pki.private_dir(state_dir)
     _seed_ports(state_dir, existing)
     say("finding kube-apiserver, controller-manager, scheduler and etcd")
@@ -219,6 +234,7 @@ def up(
         token=plane.token,
         network=network.index,
         runtime=runtime,
+        nodes=nodes,
     )
     try:
         # Applied first, waited for last: the apiserver sets them up while the rest starts.
@@ -234,12 +250,16 @@ def up(
                 # while the node starts: no Pod runs before `up` returns
                 say("pushing the stand-ins of upstream images (built once from Debian packages)")
                 pushing = _in_background(_push_standins, cluster)
-        _save(cluster)
+        save_cluster(cluster)
         if node:
             start_node(cluster, plane, assets, network, timeout, say)
-            _save(cluster)
-            say("waiting for the node to be Ready")
-            _wait_node_ready(cluster, timeout)
+            save_cluster(cluster)
+            say(
+                "waiting for the node to be Ready"
+                if nodes == 1
+                else f"waiting for {nodes} nodes to be Ready"
+            )
+            wait_nodes_ready(cluster, timeout)
         if pushing is not None:
             pushing.result()
         if olm_names:
@@ -249,13 +269,28 @@ def up(
                 _start_engine(cluster, state_dir, say)
     except BaseException:
         _record(cluster, plane)
-        _stop_components(cluster)
+        stop_components(cluster)
         release_node(cluster)
         release_network(state_dir)
         raise
-    _save(cluster)
+    save_cluster(cluster)
     cluster.notes = notes
     return cluster
+
+
+def _node_count(name: str, existing: Cluster | None, nodes: int | None) -> int:
+    recorded = existing.nodes if existing is not None else None
+    if nodes is not None and not 1 <= nodes <= MAX_NODES:
+        raise ArgumentError(
+            f"--nodes {nodes}: a cluster has 1 to {MAX_NODES} nodes", argument="nodes"
+        )
+    if nodes is not None and recorded is not None and nodes != recorded:
+        raise ArgumentError(
+            f"cluster {name!r} has {recorded} node(s), fixed when it was made; to have "
+            f"{nodes}: olmtool cluster down --name {name} --delete, then up --nodes {nodes}",
+            argument="nodes",
+        )
+    return nodes or recorded or 1
 
 
 def _push_standins(cluster: Cluster) -> None:
@@ -308,10 +343,10 @@ def _restart_dead(
     say(f"restarting {', '.join(dead)}; the rest runs on")
     network = claim_network(state_dir)
     plane = prepare_plane(
-        state_dir, network=network, advertise=_advertise(cluster.runtime, network)
+        state_dir, network=network, advertise=advertise_address(cluster.runtime, network)
     )
     etcd_port = plane.ports["etcd"]
-    for component in sorted(dead, key=START_ORDER.index):
+    for component in sorted(dead, key=lambda name: START_ORDER.index(base_component(name))):
         if component in COMPONENTS:
             assets = assets or ensure_assets()
             start_component(plane, assets, component, timeout=timeout, progress=note)
@@ -326,18 +361,18 @@ def _restart_dead(
             _record(cluster, plane)
         elif component == "registry":
             _start_registry(cluster, state_dir, 0)
-        elif component in REAL_NODE:
+        elif base_component(component) in REAL_NODE:
             assets = assets or ensure_assets()
             start_node(cluster, plane, assets, network, timeout, say, only=component)
-            _save(cluster)
-            if component == "kubelet":
-                _wait_node_ready(cluster, timeout)
+            save_cluster(cluster)
+            if base_component(component) == "kubelet":
+                wait_nodes_ready(cluster, timeout)
         elif component == "olm-engine":
             _start_engine(cluster, state_dir, say)
-        _save(cluster)
+        save_cluster(cluster)
 
 
-def _advertise(runtime: str | None, network: ClusterNetwork) -> str:
+def advertise_address(runtime: str | None, network: ClusterNetwork) -> str:
     """Where Pods reach the apiserver: the node's address (loopback without a node)."""
     return network.host_address if runtime == "containerd" else LOOPBACK
 
@@ -358,7 +393,7 @@ def _launch_on_network(
     try:
         plane = launch_apiserver(
             assets, state_dir, timeout=timeout, network=network, progress=note,
-            advertise=_advertise(runtime, network),
+            advertise=advertise_address(runtime, network),
         )  # fmt: skip
     except BaseException:
         release_network(state_dir)
@@ -470,28 +505,39 @@ def _healthy(cluster: Cluster) -> bool:
     return _api_get(cluster, "/readyz") is not None
 
 
-def node_ready(cluster: Cluster) -> bool:
-    """The node is Ready and schedulable: its not-ready taint is gone too."""
-    if not cluster.node:
+def node_ready(cluster: Cluster, node: str | None = None) -> bool:
+    """The node (the first one by default) is Ready and schedulable: its not-ready taint
+    is gone too."""
+    node = node or cluster.node
+    if not node:
         return False
-    node = _api_get(cluster, f"/api/v1/nodes/{cluster.node}") or {}
-    conditions = (node.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
-    taints = (node.get("spec") or {}).get("taints") or []  # type: ignore[union-attr]
+    found = _api_get(cluster, f"/api/v1/nodes/{node}") or {}
+    conditions = (found.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
+    taints = (found.get("spec") or {}).get("taints") or []  # type: ignore[union-attr]
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
     return ready and not any(t.get("key") == "node.kubernetes.io/not-ready" for t in taints)
 
 
-def _wait_node_ready(cluster: Cluster, timeout: float) -> None:
+def wait_nodes_ready(cluster: Cluster, timeout: float, nodes: list[str] | None = None) -> None:
+    """Until every running node (or each of ``nodes``) is Ready; a kubelet that exits
+    meanwhile is an error naming its log."""
+    waiting = list(nodes if nodes is not None else running_nodes(cluster))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if node_ready(cluster):
+        waiting = [node for node in waiting if not node_ready(cluster, node)]
+        if not waiting:
             return
-        kubelet = cluster.components.get("kubelet")
-        if kubelet is not None and not kubelet.alive():
-            log = Path(cluster.state_dir) / "node" / "kubelet.log"
-            raise ClusterError(f"the kubelet exited; see {log}")
+        for node in waiting:
+            kubelet = cluster.components.get(_kubelet_of(node))
+            if kubelet is not None and not kubelet.alive():
+                log = real_node(cluster, name=node).directory / "kubelet.log"
+                raise ClusterError(f"the kubelet of {node} exited; see {log}")
         time.sleep(0.2)
-    raise ClusterError(f"node {cluster.node} not Ready after {timeout:.0f}s")
+    raise ClusterError(f"node {', '.join(waiting)} not Ready after {timeout:.0f}s")
+
+
+def _kubelet_of(node: str) -> str:
+    return component_name("kubelet", node)
 
 
 # --- down and status -------------------------------------------------------------------------
@@ -506,9 +552,9 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
             raise ClusterError(f"no cluster named {name!r} (looked in {state_dir})")
         stopped: list[str] = []
     else:
-        stopped = _stop_components(cluster)
+        stopped = stop_components(cluster)
         cluster.components.clear()
-        _save(cluster)
+        save_cluster(cluster)
         release_node(cluster, delete=delete)
     release_network(state_dir)
     if delete:
@@ -516,16 +562,23 @@ def down(name: str = DEFAULT_NAME, *, root: Path | None = None, delete: bool = F
     return stopped
 
 
-def _stop_components(cluster: Cluster, grace: float = 20.0) -> list[str]:
+def _stop_order(component: str) -> int:
+    base = base_component(component)
+    return STOP_ORDER.index(base) if base in STOP_ORDER else -1
+
+
+def stop_components(
+    cluster: Cluster, grace: float = 20.0, names: list[str] | None = None
+) -> list[str]:
+    """Stop the recorded components (or ``names`` of them) in :data:`STOP_ORDER`."""
     stopped = []
-    names = sorted(cluster.components, key=lambda n: STOP_ORDER.index(n) if n in STOP_ORDER else -1)
-    for component in names:
+    for component in sorted(cluster.components if names is None else names, key=_stop_order):
         process = cluster.components[component]
-        if component == "containerd" and process.alive():
+        if base_component(component) == "containerd" and process.alive():
             # the kubelet is stopped: the Pods go now, while containerd can still tell
             # which they are (their shims outlive containerd)
             with contextlib.suppress(OlmtoolError):
-                stop_pods(real_node(cluster))
+                stop_pods(real_node(cluster, name=node_of(component) or ""))
         if terminate(process, grace):
             stopped.append(component)
     return stopped
@@ -543,6 +596,8 @@ class ClusterStatus:
     node_ready: bool
     olm_crds: list[str] = field(default_factory=list)  # Established operators.coreos.com CRDs
     docker_config: str | None = None  # the registry's login (REGISTRY_AUTH_FILE)
+    # each node: "Ready", "NotReady" or "stopped" (by `cluster node stop`)
+    nodes: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         apiserver = "healthy" if self.healthy else "down"
@@ -566,7 +621,20 @@ def status(name: str = DEFAULT_NAME, *, root: Path | None = None) -> ClusterStat
         healthy and node_ready(cluster),
         _olm_crds_or_none(cluster) if healthy else [],
         cluster.docker_config,
+        _node_states(cluster, healthy),
     )
+
+
+def _node_states(cluster: Cluster, healthy: bool) -> dict[str, str]:
+    if cluster.runtime != "containerd":
+        return {}
+    states = {}
+    for node in node_names(cluster.nodes):
+        if node in cluster.stopped_nodes:
+            states[node] = "stopped"
+        else:
+            states[node] = "Ready" if healthy and node_ready(cluster, node) else "NotReady"
+    return states
 
 
 def _olm_crds_or_none(cluster: Cluster) -> list[str]:

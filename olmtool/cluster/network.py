@@ -39,6 +39,7 @@ from olmtool.errors import OlmtoolError
 NETWORK_FILE = "network.json"
 RUN_CLAIMS = Path("/run/olmtool/networks")
 MAX_INDEX = 254
+MAX_NODES = 8  # nodes of one cluster: the Pod /24 split in eighths at most
 Network = ipaddress.IPv4Network
 
 
@@ -112,16 +113,112 @@ class ClusterNetwork:
         """The cluster DNS Service's ClusterIP (kubeadm's ``.10``)."""
         return str(Network(self.service_cidr).network_address + 10)
 
+    @property
+    def links_cidr(self) -> str:
+        """Where the links of all the cluster's nodes lie (a /30 each)."""
+        return f"10.243.{self.index}.0/{32 - (4 * MAX_NODES - 1).bit_length()}"
+
+    def node(self, ordinal: int, count: int) -> NodeNetwork:
+        """The part of this network node ``ordinal`` (0-based) of ``count`` holds."""
+        return NodeNetwork(self, ordinal, count)
+
+    def owns_device(self, device: str) -> bool:
+        """Whether ``device`` is the host's end of one of this cluster's node links."""
+        return device == self.bridge or device.startswith(f"{self.bridge}n")
+
     def overlaps(self, routes: Iterable[Route]) -> bool:
         """Whether a host route uses these ranges; routes through this network's own
-        link are left out (a link a cluster killed with SIGKILL left behind)."""
-        mine = (Network(self.pod_cidr), Network(self.service_cidr), Network(self.link_cidr))
+        links are left out (a link a cluster killed with SIGKILL left behind)."""
+        mine = (Network(self.pod_cidr), Network(self.service_cidr), Network(self.links_cidr))
         return any(
             net.overlaps(route.network)
             for net in mine
             for route in routes
-            if route.device != self.bridge
+            if not self.owns_device(route.device)
         )
+
+
+@dataclass(frozen=True)
+class NodeNetwork:
+    """One node's share of a cluster network, as a kind node has its own: a slice of
+    the Pod range (the whole range for a one-node cluster; halves, quarters, eighths for
+    more), a /30 link to the host (node ``k``'s at ``10.243.i.4k``) and a network
+    namespace. The first node (``ordinal`` 0) keeps the names a one-node cluster always
+    had and carries the Service range's route for the host."""
+
+    cluster: ClusterNetwork
+    ordinal: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.count <= MAX_NODES or not 0 <= self.ordinal < self.count:
+            raise ValueError(f"node {self.ordinal} of {self.count}: at most {MAX_NODES} nodes")
+
+    @property
+    def index(self) -> int:
+        return self.cluster.index
+
+    @property
+    def primary(self) -> bool:
+        return self.ordinal == 0
+
+    @property
+    def pod_cidr(self) -> str:
+        """This node's Pods' addresses."""
+        whole = Network(self.cluster.pod_cidr)
+        bits = (self.count - 1).bit_length()
+        return str(list(whole.subnets(prefixlen_diff=bits))[self.ordinal])
+
+    @property
+    def cluster_pod_cidr(self) -> str:
+        """Every node's Pods: traffic within it is never masqueraded."""
+        return self.cluster.pod_cidr
+
+    @property
+    def service_cidr(self) -> str:
+        return self.cluster.service_cidr
+
+    @property
+    def dns_ip(self) -> str:
+        return self.cluster.dns_ip
+
+    @property
+    def gateway(self) -> str:
+        """The Pod bridge's address on this node, its Pods' default route."""
+        return str(Network(self.pod_cidr).network_address + 1)
+
+    @property
+    def link_cidr(self) -> str:
+        base = Network(self.cluster.links_cidr).network_address + 4 * self.ordinal
+        return f"{base}/30"
+
+    @property
+    def host_address(self) -> str:
+        """The host's end of the node's link: the node's InternalIP (its kubelet
+        listens there)."""
+        return str(Network(self.link_cidr).network_address + 1)
+
+    @property
+    def node_netns_address(self) -> str:
+        """The node namespace's end of the link, where the host routes its Pods."""
+        return str(Network(self.link_cidr).network_address + 2)
+
+    @property
+    def netns(self) -> str:
+        base = self.cluster.netns
+        return base if self.primary else f"{base}-{self.ordinal + 1}"
+
+    @property
+    def bridge(self) -> str:
+        """The host's end of the link (a veth; at most 15 characters)."""
+        base = self.cluster.bridge
+        return base if self.primary else f"{base}n{self.ordinal + 1}"
+
+    @property
+    def routed_cidrs(self) -> tuple[str, ...]:
+        """What the host routes into this node's namespace: its Pods, and on the first
+        node the Services (kube-proxy's rules there send them on to any node)."""
+        return (self.pod_cidr, self.service_cidr) if self.primary else (self.pod_cidr,)
 
 
 def default_claims_dir() -> Path:

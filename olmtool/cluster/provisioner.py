@@ -1,10 +1,15 @@
 """A small dynamic volume provisioner: PersistentVolumeClaims become host directories.
 
 It installs the default StorageClass ``standard`` (provisioner ``olmtool.dev/local``,
-reclaimPolicy Delete, volumeBindingMode Immediate), and for each pending claim of that
-class (or of no class) creates a ``hostPath`` PersistentVolume under
-``<state>/volumes/<pv>`` pre-bound to the claim (``claimRef``); kube-controller-manager's
-PV controller completes the binding. When a PV it made is Released and its reclaim
+reclaimPolicy Delete, volumeBindingMode WaitForFirstConsumer, as kind's
+local-path-provisioner), and for each pending claim of that class (or of no class) creates
+a ``hostPath`` PersistentVolume under ``<state>/volumes/<pv>`` pre-bound to the claim
+(``claimRef``); kube-controller-manager's PV controller completes the binding. A claim of
+a WaitForFirstConsumer class is provisioned once the scheduler has picked its first
+Pod's node (``volume.kubernetes.io/selected-node``), and its volume is bound to that
+node (``nodeAffinity``): a Pod that uses it runs there or nowhere, as with any local
+volume, so losing a node loses its volumes. (A cluster made before kept its Immediate
+class: a StorageClass cannot change; its volumes have no node.) When a PV it made is Released and its reclaim
 policy is Delete, it deletes the directory and the PV. Data outlives Pods: a StatefulSet
 member re-created with the same claim finds its files. Directories are made 0777, as
 kind's local-path provisioner makes them: a hostPath volume gets no fsGroup ownership,
@@ -33,6 +38,7 @@ STORAGE_CLASS = "standard"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"  # set by the scheduler
 
 
 def storage_class() -> JSON:
@@ -42,12 +48,31 @@ def storage_class() -> JSON:
         "metadata": {"name": STORAGE_CLASS, "annotations": {DEFAULT_CLASS: "true"}},
         "provisioner": PROVISIONER,
         "reclaimPolicy": "Delete",
-        "volumeBindingMode": "Immediate",
+        "volumeBindingMode": "WaitForFirstConsumer",
     }
 
 
+def _class_name(claim: JSON) -> str | None:
+    name = (claim.get("spec") or {}).get("storageClassName")
+    if name is None:
+        annotations = (claim.get("metadata") or {}).get("annotations") or {}
+        name = annotations.get("volume.beta.kubernetes.io/storage-class")
+    return name
+
+
+def claim_class(claim: JSON, classes: dict[str, JSON]) -> JSON | None:
+    """The StorageClass ``claim`` names (None: it names none, or one that is missing)."""
+    name = _class_name(claim)
+    return classes.get(name) if name is not None else None
+
+
+def selected_node(claim: JSON) -> str | None:
+    return ((claim.get("metadata") or {}).get("annotations") or {}).get(SELECTED_NODE)
+
+
 def wants_volume(claim: JSON, classes: dict[str, JSON]) -> bool:
-    """Whether ``claim`` is pending, unbound and ours to provision."""
+    """Whether ``claim`` is pending, unbound and ours to provision now (a claim of a
+    WaitForFirstConsumer class: once its node is chosen)."""
     spec = claim.get("spec") or {}
     if spec.get("volumeName") or (claim.get("status") or {}).get("phase") not in (None, "Pending"):
         return False
@@ -55,18 +80,19 @@ def wants_volume(claim: JSON, classes: dict[str, JSON]) -> bool:
         return False
     if spec.get("selector") or spec.get("dataSource"):
         return False  # a claim for a particular volume: not for a dynamic provisioner
-    name = spec.get("storageClassName")
-    if name is None:
-        annotations = (claim.get("metadata") or {}).get("annotations") or {}
-        name = annotations.get("volume.beta.kubernetes.io/storage-class")
-    if name is None:
+    if _class_name(claim) is None:
         return True
-    sc = classes.get(name)
-    return sc is not None and sc.get("provisioner") == PROVISIONER
+    sc = claim_class(claim, classes)
+    if sc is None or sc.get("provisioner") != PROVISIONER:
+        return False
+    return sc.get("volumeBindingMode") != "WaitForFirstConsumer" or bool(selected_node(claim))
 
 
-def volume_for(claim: JSON, directory: Path, reclaim: str = "Delete") -> JSON:
-    """The PersistentVolume for ``claim``: a hostPath directory, pre-bound to it."""
+def volume_for(
+    claim: JSON, directory: Path, reclaim: str = "Delete", node: str | None = None
+) -> JSON:
+    """The PersistentVolume for ``claim``: a hostPath directory, pre-bound to it (and to
+    ``node``, when the scheduler chose one)."""
     meta = claim["metadata"]
     spec = claim.get("spec") or {}
     size = ((spec.get("resources") or {}).get("requests") or {}).get("storage") or "1Gi"
@@ -97,6 +123,11 @@ def volume_for(claim: JSON, directory: Path, reclaim: str = "Delete") -> JSON:
     }
     if spec.get("storageClassName"):
         volume["spec"]["storageClassName"] = spec["storageClassName"]
+    if node:
+        term = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+        volume["spec"]["nodeAffinity"] = {
+            "required": {"nodeSelectorTerms": [{"matchExpressions": [term]}]}
+        }
     return volume
 
 
@@ -168,9 +199,8 @@ class Provisioner:
                 classes = self._classes()
                 if not wants_volume(claim, classes):
                     return
-                name = (claim.get("spec") or {}).get("storageClassName")
-                reclaim = str((classes.get(name) or {}).get("reclaimPolicy") or "Delete")
-                volume = volume_for(claim, self.directory, reclaim)
+                reclaim = str((claim_class(claim, classes) or {}).get("reclaimPolicy") or "Delete")
+                volume = volume_for(claim, self.directory, reclaim, selected_node(claim))
                 volume_dir = self.directory / volume["metadata"]["name"]
                 volume_dir.mkdir(parents=True, exist_ok=True)
                 volume_dir.chmod(0o777)  # see the module's docstring

@@ -104,3 +104,45 @@ def test_host_routes_reads_the_kernel_table(tmp_path: Path) -> None:
     )
     assert host_routes(table) == [Route(Network("192.0.2.0/24"), "eth0")]  # default left out
     assert host_routes(tmp_path / "missing") == []
+
+
+def test_one_node_holds_the_whole_network_under_the_names_it_always_had() -> None:
+    node = ClusterNetwork(7).node(0, 1)
+    assert (node.pod_cidr, node.gateway, node.link_cidr) == (
+        "10.244.7.0/24",
+        "10.244.7.1",
+        "10.243.7.0/30",
+    )
+    assert (node.netns, node.bridge, node.host_address) == ("olmtool-7", "olmtool7", "10.243.7.1")
+    assert node.routed_cidrs == ("10.244.7.0/24", "10.96.7.0/24")
+
+
+def test_three_nodes_share_the_pod_range_and_have_links_of_their_own() -> None:
+    network = ClusterNetwork(7)
+    nodes = [network.node(ordinal, 3) for ordinal in range(3)]
+    assert [n.pod_cidr for n in nodes] == ["10.244.7.0/26", "10.244.7.64/26", "10.244.7.128/26"]
+    assert [n.gateway for n in nodes] == ["10.244.7.1", "10.244.7.65", "10.244.7.129"]
+    assert [n.host_address for n in nodes] == ["10.243.7.1", "10.243.7.5", "10.243.7.9"]
+    assert [n.node_netns_address for n in nodes] == ["10.243.7.2", "10.243.7.6", "10.243.7.10"]
+    assert [n.netns for n in nodes] == ["olmtool-7", "olmtool-7-2", "olmtool-7-3"]
+    assert [n.bridge for n in nodes] == ["olmtool7", "olmtool7n2", "olmtool7n3"]
+    # Services go through the first node; every node keeps the cluster's ranges
+    assert [n.routed_cidrs for n in nodes][1:] == [("10.244.7.64/26",), ("10.244.7.128/26",)]
+    assert {(n.cluster_pod_cidr, n.service_cidr, n.dns_ip) for n in nodes} == {
+        ("10.244.7.0/24", "10.96.7.0/24", "10.96.7.10")
+    }
+    eight = [ClusterNetwork(254).node(ordinal, 8) for ordinal in range(8)]
+    assert eight[-1].pod_cidr == "10.244.254.224/27" and eight[-1].link_cidr == "10.243.254.28/30"
+    assert max(len(n.bridge) + 1 for n in eight) <= 15  # the veth peer's temporary name
+    for ordinal, count in ((0, 9), (3, 3), (-1, 2)):
+        with pytest.raises(ValueError, match="at most 8 nodes"):
+            network.node(ordinal, count)
+
+
+def test_a_route_through_any_of_the_clusters_own_links_is_not_an_overlap() -> None:
+    network = ClusterNetwork(7)
+    stale = Route(Network("10.244.7.64/26"), "olmtool7n2")  # a node killed with SIGKILL
+    foreign = Route(Network("10.243.7.8/30"), "eth1")
+    assert not network.overlaps([stale])
+    assert network.overlaps([foreign])  # node 3's link
+    assert ClusterNetwork(1).overlaps([Route(Network("10.243.1.16/28"), "olmtool2")])

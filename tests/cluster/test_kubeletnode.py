@@ -17,7 +17,7 @@ from olmtool.cluster.registryauth import RegistryLogin
 from olmtool.cluster.standins import layout_of, mirror_path
 from olmtool.errors import InputError
 
-NETWORK = ClusterNetwork(7)
+NETWORK = ClusterNetwork(7).node(0, 1)
 
 
 def node(tmp_path: Path) -> RealNode:
@@ -68,8 +68,8 @@ def test_two_clusters_of_one_name_never_share_a_cgroup_root_or_mount_namespace(
 ) -> None:
     # two state folders may each hold a cluster "e2e" (two test workers); their networks'
     # indexes are claimed machine-wide, so they name what the host shares
-    first = RealNode("olmtool-node", "e2e", tmp_path / "a" / "node", ClusterNetwork(2))
-    second = RealNode("olmtool-node", "e2e", tmp_path / "b" / "node", ClusterNetwork(3))
+    first = RealNode("olmtool-node", "e2e", tmp_path / "a" / "node", ClusterNetwork(2).node(0, 1))
+    second = RealNode("olmtool-node", "e2e", tmp_path / "b" / "node", ClusterNetwork(3).node(0, 1))
     assert kubelet.cgroup_root(first.host_key) == "/olmtool-2"
     assert kubelet.cgroup_root(second.host_key) == "/olmtool-3"
     assert first.mount_namespace != second.mount_namespace
@@ -88,6 +88,31 @@ def test_the_pod_network_is_the_clusters(tmp_path: Path) -> None:
     assert bridge["ipam"]["ranges"] == [[{"subnet": "10.244.7.0/24", "gateway": "10.244.7.1"}]]
     assert bridge["ipam"]["dataDir"] == str(tmp_path / "ipam")  # never /var/lib/cni
     assert portmap == {"type": "portmap", "capabilities": {"portMappings": True}}
+    assert bridge["ipMasq"] is False  # hostnet.masquerade_rule instead
+
+
+def test_a_second_nodes_pods_keep_their_address_towards_other_nodes(tmp_path: Path) -> None:
+    second = ClusterNetwork(7).node(1, 3)
+    bridge, _ = hostnet.cni_conflist(second, tmp_path / "ipam")["plugins"]  # type: ignore[misc]
+    assert bridge["ipam"]["ranges"] == [[{"subnet": "10.244.7.64/26", "gateway": "10.244.7.65"}]]
+    rule = hostnet.masquerade_rule(second)
+    assert rule[:5] == ["POSTROUTING", "-s", "10.244.7.64/26", "!", "-d"]
+    assert rule[5] == "10.244.7.0/24" and rule[-2:] == ["-j", "MASQUERADE"]
+    config = kubeproxy.proxy_config(
+        kubeconfig=tmp_path / "k", network=second, node="olmtool-node2", healthz_port=1,
+        metrics_port=2,
+    )  # fmt: skip
+    assert config["clusterCIDR"] == "10.244.7.0/24"  # other nodes' Pods are not masqueraded
+    assert config["bindAddress"] == "10.243.7.6"
+    assert config["nodePortAddresses"] == ["10.243.7.6/32"]
+
+
+def test_each_node_has_its_own_kubelet_identity(tmp_path: Path) -> None:
+    ca = pki.create_ca(tmp_path)
+    first = kubelet.node_identity(tmp_path, ca, "olmtool-node")
+    second = kubelet.node_identity(tmp_path, ca, "olmtool-node2")
+    assert first != second
+    assert kubelet.node_identity(tmp_path, ca, "olmtool-node2") == second  # reused
 
 
 def test_cni_plugins_run_inside_the_nodes_namespace(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 from olmtool.cluster import lifecycle
 from olmtool.cluster.portrecord import PortRecord
 from olmtool.cluster.processes import start_time
+from olmtool.errors import ArgumentError
 
 
 def _dead_pid() -> int:
@@ -21,7 +22,9 @@ def _dead_pid() -> int:
     return process.pid
 
 
-def _write_cluster(root: Path, components: dict[str, bool], ports: bool = True) -> Path:
+def _write_cluster(
+    root: Path, components: dict[str, bool], ports: bool = True, **fields: object
+) -> Path:
     state = root / "c"
     state.mkdir(parents=True)
     me = os.getpid()
@@ -40,6 +43,7 @@ def _write_cluster(root: Path, components: dict[str, bool], ports: bool = True) 
         "token": "t",
         "registry": "127.0.0.1:5000",
         "components": records,
+        **fields,
     }
     (state / "cluster.json").write_text(json.dumps(cluster))
     if ports:
@@ -65,7 +69,9 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
         lifecycle, "_restart_dead", lambda c, dead, *a: made.append(("restart", dead))
     )
     monkeypatch.setattr(
-        lifecycle, "_stop_components", lambda c: made.append(("stop", sorted(c.components)))
+        lifecycle,
+        "stop_components",
+        lambda c, *a, **kw: made.append(("stop", sorted(c.components))),
     )
     monkeypatch.setattr(lifecycle, "_healthy", lambda c: True)
     return made
@@ -130,7 +136,7 @@ def test_restart_order_and_what_each_component_needs(
     monkeypatch.setattr(
         lifecycle, "start_node", lambda c, p, a, n, t, say, only: started.append(only)
     )
-    monkeypatch.setattr(lifecycle, "_wait_node_ready", lambda c, t: None)
+    monkeypatch.setattr(lifecycle, "wait_nodes_ready", lambda c, t, nodes=None: None)
     monkeypatch.setattr(lifecycle, "_start_engine", lambda c, s, say: started.append("olm-engine"))
     dead = ["olm-engine", "kubelet", "registry", "kube-scheduler", "containerd", "kube-apiserver"]
     lifecycle._restart_dead(cluster, dead, Path("/assets"), 5.0, lambda _m: None, lambda _m: None)
@@ -142,3 +148,41 @@ def test_restart_order_and_what_each_component_needs(
         "kubelet",
         "olm-engine",
     ]
+
+
+def test_a_dead_component_of_a_second_node_is_restarted_alone(
+    tmp_path: Path, calls: list[tuple]
+) -> None:
+    _write_cluster(
+        tmp_path,
+        {"etcd": True, "kube-apiserver": True, "kubelet": True, "kubelet@olmtool-node2": False},
+        nodes=2,
+        runtime="containerd",
+    )
+    cluster = lifecycle.up("c", root=tmp_path, olm_crds=False)
+    assert calls == [("restart", ["kubelet@olmtool-node2"])]
+    assert cluster.node_names() == ["olmtool-node", "olmtool-node2"]
+
+
+def test_a_clusters_node_count_is_fixed_when_it_is_made(tmp_path: Path, calls: list[tuple]) -> None:
+    _write_cluster(tmp_path, {"etcd": True, "kube-apiserver": True}, nodes=3)
+    lifecycle.up("c", root=tmp_path, olm_crds=False, nodes=3)  # the same: fine
+    assert lifecycle.up("c", root=tmp_path, olm_crds=False).nodes == 3  # None: as made
+    with pytest.raises(ArgumentError, match=r"has 3 node\(s\).*down --name c --delete"):
+        lifecycle.up("c", root=tmp_path, olm_crds=False, nodes=1)
+    with pytest.raises(ArgumentError, match="1 to 8 nodes"):
+        lifecycle.up("new", root=tmp_path, nodes=9)
+
+
+def test_node_components_restart_in_start_order_and_stop_in_stop_order() -> None:
+    names = ["kubelet@olmtool-node2", "containerd", "kube-proxy@olmtool-node2", "etcd", "kubelet"]
+    by_start = sorted(names, key=lambda n: lifecycle.START_ORDER.index(lifecycle.base_component(n)))
+    assert by_start == [
+        "etcd", "containerd", "kubelet@olmtool-node2", "kubelet", "kube-proxy@olmtool-node2",
+    ]  # fmt: skip
+    assert sorted(names, key=lifecycle._stop_order)[:3] == [
+        "kube-proxy@olmtool-node2", "kubelet@olmtool-node2", "kubelet",
+    ]  # fmt: skip
+    assert [lifecycle.node_of(n) for n in names] == [
+        "olmtool-node2", "olmtool-node", "olmtool-node2", None, "olmtool-node",
+    ]  # fmt: skip

@@ -7,6 +7,7 @@ from pathlib import Path
 from olmtool.cluster.provisioner import (
     PROVISIONED_BY,
     PROVISIONER,
+    SELECTED_NODE,
     storage_class,
     volume_for,
     wants_volume,
@@ -36,12 +37,21 @@ def test_storage_class_is_the_default() -> None:
     assert (sc["provisioner"], sc["reclaimPolicy"], sc["volumeBindingMode"]) == (
         PROVISIONER,
         "Delete",
-        "Immediate",
+        "WaitForFirstConsumer",  # as kind's local-path class: a volume lives on one node
     )
 
 
+def chosen(node: str = "olmtool-node2", **spec: object) -> dict:
+    made = claim(**spec)
+    made["metadata"]["annotations"] = {SELECTED_NODE: node}
+    return made
+
+
 def test_which_claims() -> None:
-    assert wants_volume(claim(storageClassName="standard"), CLASSES)
+    assert not wants_volume(claim(storageClassName="standard"), CLASSES)  # no node yet
+    assert wants_volume(chosen(storageClassName="standard"), CLASSES)
+    immediate = {"standard": {**storage_class(), "volumeBindingMode": "Immediate"}}
+    assert wants_volume(claim(storageClassName="standard"), immediate)  # an older cluster's
     assert wants_volume(claim(), CLASSES)  # no class at all
     assert not wants_volume(claim(storageClassName="other"), CLASSES)
     assert not wants_volume(claim(storageClassName="missing"), CLASSES)
@@ -70,3 +80,16 @@ def test_volume_for_a_claim(tmp_path: Path) -> None:
         "resourceVersion": "7",
     }
     assert "storageClassName" not in volume_for(claim(), tmp_path)["spec"]
+    assert "nodeAffinity" not in spec
+
+
+def test_a_volume_lives_on_the_node_the_scheduler_chose(tmp_path: Path) -> None:
+    volume = volume_for(chosen(storageClassName="standard"), tmp_path, node="olmtool-node2")
+    terms = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert terms == [
+        {
+            "matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["olmtool-node2"]}
+            ]
+        }
+    ]

@@ -277,7 +277,7 @@ def test_a_killed_node_component_comes_back_and_pods_run_on(
 
 
 def _node(made: lifecycle.Cluster) -> RealNode:
-    network = ClusterNetwork(made.network or 1)
+    network = ClusterNetwork(made.network or 1).node(0, 1)
     return RealNode("olmtool-node", made.name, Path(made.state_dir) / "node", network)
 
 
@@ -287,7 +287,7 @@ def _host_traces(made: lifecycle.Cluster) -> list[str]:
     network = node.network
     traces = []
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    hosts = str(dns_hosts_file(network))
+    hosts = str(dns_hosts_file(network.cluster))
     traces += [line for line in ps.splitlines() if made.state_dir in line or hosts in line]
     mounts = Path("/proc/self/mountinfo").read_text()
     traces += [line for line in mounts.splitlines() if made.state_dir in line]
@@ -302,7 +302,7 @@ def _host_traces(made: lifecycle.Cluster) -> list[str]:
         rules = subprocess.run(["iptables-save", "-t", table], capture_output=True, text=True)
         traces += [line for line in rules.stdout.splitlines() if network.pod_cidr in line]
     sockets = ContainerdPaths.under(node.directory).sockets
-    traces += [str(path) for path in (*sockets, dns_hosts_file(network)) if path.exists()]
+    traces += [str(path) for path in (*sockets, dns_hosts_file(network.cluster)) if path.exists()]
     traces += [str(node.kubelet.root)] if node.kubelet.root.exists() else []
     cgroups = Path("/sys/fs/cgroup/memory", node.host_key)
     traces += [str(cgroups)] if cgroups.exists() else []

@@ -7,7 +7,7 @@ with Pods on the CNI bridge of the cluster's network (:mod:`.hostnet`). This mod
 prepares the host and says what to run; :mod:`olmtool.cluster.lifecycle` runs and records the
 processes like every other component.
 
->>> node = RealNode("olmtool-node", "default", state_dir / "node", network)
+>>> node = RealNode("olmtool-node", "default", state_dir / "node", network.node(0, 1))
 >>> prepare_host(node)
 >>> argv = containerd_command(node, registry="127.0.0.1:5001", login=login)
 """
@@ -27,7 +27,7 @@ from olmtool.cluster.kubeletnode.containerd import ContainerdError, ContainerdPa
 from olmtool.cluster.kubeletnode.hostnet import HostNetworkError
 from olmtool.cluster.kubeletnode.kubelet import KubeletPaths
 from olmtool.cluster.kubeletnode.pause import PAUSE_IMAGE, pause_image
-from olmtool.cluster.network import ClusterNetwork
+from olmtool.cluster.network import ClusterNetwork, NodeNetwork
 from olmtool.cluster.registryauth import RegistryLogin
 from olmtool.errors import OlmtoolError
 
@@ -61,12 +61,13 @@ class NodeError(OlmtoolError):
 
 @dataclass(frozen=True)
 class RealNode:
-    """One cluster's node: its name, its directory and the network its Pods live on."""
+    """One node of a cluster: its name, its directory and its share of the cluster's
+    network (its Pods' range, its link, its network namespace)."""
 
     name: str
     cluster: str
     directory: Path
-    network: ClusterNetwork
+    network: NodeNetwork
 
     @property
     def address(self) -> str:
@@ -144,10 +145,11 @@ def release_host(node: RealNode, *, delete: bool = False, network: bool = True) 
     mountns.release(node.mount_namespace)  # the Pods' mounts go with it
     kubelet.unmount_under(node.kubelet.root)  # (a node an older olmtool started)
     kubelet.unmount_under(node.directory.resolve())
-    from olmtool.cluster.kubeletnode.dns import stop_strays
+    if node.network.primary:  # the cluster's DNS runs beside its first node
+        from olmtool.cluster.kubeletnode.dns import stop_strays
 
-    stop_strays(dns_hosts_file(node.network))
-    dns_hosts_file(node.network).unlink(missing_ok=True)
+        stop_strays(dns_hosts_file(node.network.cluster))
+        dns_hosts_file(node.network.cluster).unlink(missing_ok=True)
     for socket in node.containerd.sockets:
         socket.unlink(missing_ok=True)
     if delete:
@@ -249,7 +251,8 @@ def kubelet_command(
     )  # fmt: skip
     kubelet.write_files(
         paths, server=server, ca_file=ca.cert, identity=identity, config=config,
-        nameserver=node.address,  # the cluster DNS's upstream listens there
+        # the cluster DNS listens on the first node's address (every node reaches it)
+        nameserver=node.network.cluster.host_address,
     )  # fmt: skip
     args = kubelet.kubelet_args(
         paths, node=node.name, address=node.address,

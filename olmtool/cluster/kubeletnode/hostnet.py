@@ -1,7 +1,8 @@
 """A real node's network: a network namespace of its own, linked to the host.
 
 Like a kind node container, each cluster's node has its own network namespace
-(``olmtool-<i>``). It holds the Pod bridge, kube-proxy's iptables rules and the CNI
+(``olmtool-<i>``; a cluster's further nodes ``olmtool-<i>-<n>``,
+:class:`~olmtool.cluster.network.NodeNetwork`). It holds the Pod bridge, kube-proxy's iptables rules and the CNI
 plugins' (masquerade, hostPort), so two clusters' kube-proxies never rewrite each other's
 chains, and deleting the namespace takes every rule, bridge and veth with it. A veth pair
 links it to the host: the host's end ``olmtool<i>`` (``10.243.i.1``) is the node's
@@ -12,8 +13,11 @@ the cluster DNS; the host routes the Pod and Service ranges to the namespace's e
 node's namespace, so Pods are attached to its bridge.
 
 kubelet 1.20 rewrites host sysctls (``vm.overcommit_memory``, ``kernel.panic``,
-``kernel.panic_on_oops``): the values before the first node started are recorded
-machine-wide (:data:`BASELINE`) and written back when the last node stops.
+``kernel.panic_on_oops``), and a cluster of several nodes needs the host to forward
+between their links (``net.ipv4.ip_forward``, with a ``FORWARD`` rule for the cluster's
+Pod range, removed with the cluster's first node): the values before the first node
+started are recorded machine-wide (:data:`BASELINE`) and written back when the last node
+stops.
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from olmtool.cluster.network import ClusterNetwork
+from olmtool.cluster.network import NodeNetwork
 from olmtool.errors import OlmtoolError
 
 BASELINE = Path("/run/olmtool/sysctl-baseline.json")
 KUBELET_SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
+# the host routes between the nodes of a cluster with several (each in its namespace)
+FORWARDING = "net.ipv4.ip_forward"
 # inside the node's namespace: it routes between the link, the bridge and the Pods, and
 # bridged traffic goes through kube-proxy's rules
 NODE_SYSCTLS = {"net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1"}
@@ -66,7 +72,8 @@ def record_baseline(path: Path = BASELINE) -> None:
     already changed)."""
     if path.exists():
         return
-    values = {name: value for name in KUBELET_SYSCTLS if (value := read_sysctl(name)) is not None}
+    names = (*KUBELET_SYSCTLS, FORWARDING)
+    values = {name: value for name in names if (value := read_sysctl(name)) is not None}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(values, indent=1, sort_keys=True) + "\n")
@@ -97,16 +104,16 @@ def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def in_netns(network: ClusterNetwork, *argv: str) -> list[str]:
+def in_netns(network: NodeNetwork, *argv: str) -> list[str]:
     """``argv`` run inside the node's network namespace."""
     return ["ip", "netns", "exec", network.netns, *argv]
 
 
-def netns_exists(network: ClusterNetwork) -> bool:
+def netns_exists(network: NodeNetwork) -> bool:
     return Path("/run/netns", network.netns).exists()
 
 
-def ensure_node_network(network: ClusterNetwork) -> None:
+def ensure_node_network(network: NodeNetwork) -> None:
     """The namespace, the link and the routes, made (again) where missing: also while the
     cluster runs, when something removed them."""
     if not netns_exists(network):
@@ -124,10 +131,39 @@ def ensure_node_network(network: ClusterNetwork) -> None:
     _run(*in_netns(network, "ip", "link", "set", node, "up"))
     _run(*in_netns(network, "ip", "link", "set", "lo", "up"))
     _run(*in_netns(network, "ip", "route", "replace", "default", "via", network.host_address))
-    for cidr in (network.pod_cidr, network.service_cidr):
+    for cidr in network.routed_cidrs:
         _run("ip", "route", "replace", cidr, "via", network.node_netns_address, "dev", host)
     for name, value in NODE_SYSCTLS.items():
         _run(*in_netns(network, "sysctl", "-q", "-w", f"{name}={value}"))
+    rule = masquerade_rule(network)
+    if _run(*in_netns(network, "iptables", "-t", "nat", "-C", *rule), check=False).returncode:
+        _run(*in_netns(network, "iptables", "-t", "nat", "-A", *rule))
+    if network.count > 1:
+        write_sysctl(FORWARDING, "1")
+        rule = forward_rule(network)
+        if _run("iptables", "-C", *rule, check=False).returncode:
+            _run("iptables", "-I", *rule[:1], "1", *rule[1:])  # before a DROP (Docker's)
+
+
+def forward_rule(network: NodeNetwork) -> list[str]:
+    """The host forwards Pod traffic between the cluster's nodes (whatever the
+    ``FORWARD`` policy: Docker makes it DROP)."""
+    cidr = network.cluster_pod_cidr
+    return [
+        "FORWARD", "-s", cidr, "-d", cidr,
+        "-m", "comment", "--comment", "olmtool: between the nodes of a cluster", "-j", "ACCEPT",
+    ]  # fmt: skip
+
+
+def masquerade_rule(network: NodeNetwork) -> list[str]:
+    """The node's Pods leave it under its address, except towards other nodes' Pods:
+    those see the Pod's own address, as on a cluster whose CNI routes between nodes (a
+    peer's address checked against its certificate, as etcd does, must be the Pod's)."""
+    return [
+        "POSTROUTING", "-s", network.pod_cidr, "!", "-d", network.cluster_pod_cidr,
+        "-m", "comment", "--comment", "olmtool: Pods leaving the cluster network",
+        "-j", "MASQUERADE",
+    ]  # fmt: skip
 
 
 def _address(ip: list[str], device: str, address: str) -> None:
@@ -136,7 +172,7 @@ def _address(ip: list[str], device: str, address: str) -> None:
         _run(*ip, "addr", "add", address, "dev", device)
 
 
-def other_nodes(network: ClusterNetwork) -> list[str]:
+def other_nodes(network: NodeNetwork) -> list[str]:
     """The network namespaces of other clusters' nodes on this machine (whatever their
     state directory): while there are any, the host's settings stay."""
     return sorted(
@@ -144,14 +180,17 @@ def other_nodes(network: ClusterNetwork) -> list[str]:
     )
 
 
-def remove_node_network(network: ClusterNetwork) -> None:
+def remove_node_network(network: NodeNetwork) -> None:
     """The namespace (and with it the bridge, the veths and every rule in it), the link's
-    host end and the routes through it."""
+    host end and the routes through it; with the first node, the host's forward rule."""
     _run("ip", "netns", "delete", network.netns, check=False)
     _run("ip", "link", "delete", network.bridge, check=False)
+    if network.primary:
+        while _run("iptables", "-D", *forward_rule(network), check=False).returncode == 0:
+            pass
 
 
-def write_cni_wrappers(network: ClusterNetwork, bin_dir: Path) -> Path:
+def write_cni_wrappers(network: NodeNetwork, bin_dir: Path) -> Path:
     """``bin_dir`` with each CNI plugin run inside the node's namespace (containerd runs
     plugins in its own, the host's)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -165,7 +204,7 @@ def write_cni_wrappers(network: ClusterNetwork, bin_dir: Path) -> Path:
     return bin_dir
 
 
-def cni_conflist(network: ClusterNetwork, ipam_dir: Path) -> dict[str, object]:
+def cni_conflist(network: NodeNetwork, ipam_dir: Path) -> dict[str, object]:
     return {
         "cniVersion": CNI_VERSION,
         "name": network.bridge,
@@ -174,7 +213,7 @@ def cni_conflist(network: ClusterNetwork, ipam_dir: Path) -> dict[str, object]:
                 "type": "bridge",
                 "bridge": POD_BRIDGE,
                 "isGateway": True,
-                "ipMasq": True,
+                "ipMasq": False,  # masquerade_rule: not between nodes
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
@@ -188,7 +227,7 @@ def cni_conflist(network: ClusterNetwork, ipam_dir: Path) -> dict[str, object]:
     }
 
 
-def write_cni_config(network: ClusterNetwork, conf_dir: Path, ipam_dir: Path) -> Path:
+def write_cni_config(network: NodeNetwork, conf_dir: Path, ipam_dir: Path) -> Path:
     conf_dir.mkdir(parents=True, exist_ok=True)
     ipam_dir.mkdir(parents=True, exist_ok=True)
     path = conf_dir / "10-olmtool.conflist"

@@ -23,7 +23,7 @@ from olmtool import yamlwrite
 from olmtool.cluster import pki
 from olmtool.cluster.controlplane import write_kubeconfig
 from olmtool.cluster.kubeletnode.mountns import mount_points
-from olmtool.cluster.network import ClusterNetwork
+from olmtool.cluster.network import NodeNetwork
 
 CGROUP_FS = Path("/sys/fs/cgroup")
 CLUSTER_DOMAIN = "cluster.local"
@@ -57,21 +57,24 @@ class KubeletPaths:
 
 
 def node_identity(pki_dir: Path, ca: pki.KeyPair, node: str) -> pki.KeyPair:
-    """``kubelet-client.crt/.key``: the kubelet's user, reused while the CA signed it."""
-    pair = pki.KeyPair(pki_dir / "kubelet-client.crt", pki_dir / "kubelet-client.key")
+    """``kubelet-client-<node>.crt/.key``: the kubelet's user, reused while the CA signed
+    it (one per node: the Node authorizer holds each kubelet to its own Node)."""
+    stem = f"kubelet-client-{node}"
+    pair = pki.KeyPair(pki_dir / f"{stem}.crt", pki_dir / f"{stem}.key")
     if pki.issued_by(pair, ca):
         return pair
     return pki.create_client_cert(
-        pki_dir, ca, f"system:node:{node}", organization="system:nodes", file_stem="kubelet-client"
+        pki_dir, ca, f"system:node:{node}", organization="system:nodes", file_stem=stem
     )
 
 
 def serving_cert(pki_dir: Path, ca: pki.KeyPair, node: str, address: str) -> pki.KeyPair:
-    """``kubelet-node.crt/.key`` for the node's name and address."""
-    pair = pki.KeyPair(pki_dir / "kubelet-node.crt", pki_dir / "kubelet-node.key")
+    """``kubelet-serving-<node>.crt/.key`` for the node's name and address."""
+    stem = f"kubelet-serving-{node}"
+    pair = pki.KeyPair(pki_dir / f"{stem}.crt", pki_dir / f"{stem}.key")
     if pki.issued_by(pair, ca) and address in pki.certificate_ips(pair.cert):
         return pair
-    return pki.create_serving_cert(pki_dir, ca, "kubelet-node", hosts=(node,), ips=(address,))
+    return pki.create_serving_cert(pki_dir, ca, stem, hosts=(node,), ips=(address,))
 
 
 def cgroup_root(key: str) -> str:
@@ -118,7 +121,7 @@ def kubelet_config(
     healthz_port: int,
     ca_file: Path,
     serving: pki.KeyPair,
-    network: ClusterNetwork,
+    network: NodeNetwork,
     cgroup_root: str,
     resolv_conf: Path,
 ) -> dict[str, object]:

@@ -15,7 +15,7 @@ from olmtool import yamlwrite
 from olmtool.cluster import pki
 from olmtool.cluster.controlplane import write_kubeconfig
 from olmtool.cluster.kubeletnode.hostnet import in_netns
-from olmtool.cluster.network import ClusterNetwork
+from olmtool.cluster.network import NodeNetwork
 
 
 def identity(pki_dir: Path, ca: pki.KeyPair) -> pki.KeyPair:
@@ -26,14 +26,15 @@ def identity(pki_dir: Path, ca: pki.KeyPair) -> pki.KeyPair:
 
 
 def proxy_config(
-    *, kubeconfig: Path, network: ClusterNetwork, node: str, healthz_port: int, metrics_port: int
+    *, kubeconfig: Path, network: NodeNetwork, node: str, healthz_port: int, metrics_port: int
 ) -> dict[str, object]:
     return {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "mode": "iptables",
-        "clusterCIDR": network.pod_cidr,  # traffic from elsewhere (the host) is masqueraded
+        # every node's Pods: traffic from elsewhere (the host) is masqueraded
+        "clusterCIDR": network.cluster_pod_cidr,
         "hostnameOverride": node,
         "bindAddress": network.node_netns_address,
         "healthzBindAddress": f"127.0.0.1:{healthz_port}",
@@ -56,7 +57,7 @@ def kube_proxy_command(
     server: str,
     ca: pki.KeyPair,
     pki_dir: Path,
-    network: ClusterNetwork,
+    network: NodeNetwork,
     node: str,
     healthz_port: int,
     metrics_port: int,

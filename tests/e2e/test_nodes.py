@@ -1,0 +1,225 @@
+"""``cluster up --nodes 3``: three real nodes (a kubelet and containerd each) under one
+control plane, as a kind cluster with workers. Pods spread over them, talk across nodes
+under their own addresses, local volumes stay on their node, and a node stopped with
+``cluster node stop`` goes NotReady as a switched-off machine does, then comes back.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from olmtool.cluster import ClusterNetwork, lifecycle, node_start, node_stop
+from olmtool.kube import Kube
+from tests.e2e.helpers import Cluster, service_account_ready, wait_for
+from tests.e2e.test_real_node import BUSYBOX, PYTHON, kubectl, phase, pod, run_pod
+
+NODES = ["olmtool-node", "olmtool-node2", "olmtool-node3"]
+
+
+@pytest.fixture(scope="module")
+def three(
+    cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[lifecycle.Cluster]:
+    """A cluster of three nodes beside the session's (no OLM: only nodes are tested)."""
+    root = tmp_path_factory.mktemp("three")
+    made = lifecycle.up("three", root=root, registry_port=0, olm_crds=False, nodes=3)
+    try:
+        yield made
+    finally:
+        lifecycle.down(made.name, root=root, delete=True)
+    # every node's namespace and link went, and the host's forward rule with them
+    netns = subprocess.run(["ip", "netns"], capture_output=True, text=True).stdout
+    assert f"olmtool-{made.network}-" not in netns
+    rules = subprocess.run(["iptables-save", "-t", "filter"], capture_output=True, text=True)
+    assert ClusterNetwork(made.network or 1).pod_cidr not in rules.stdout
+
+
+@pytest.fixture(scope="module")
+def kube(three: lifecycle.Cluster) -> Iterator[Kube]:
+    client = Kube(Path(three.kubeconfig))
+    client.create("/api/v1/namespaces", {"metadata": {"name": "spread"}})
+    wait_for(lambda: service_account_ready(client, "spread", "default"), 30, "default SA")
+    yield client
+    client.close()
+
+
+def root_of(made: lifecycle.Cluster) -> Path:
+    return Path(made.state_dir).parent
+
+
+def node_of_pod(kube: Kube, name: str) -> str:
+    return str(kube.get(f"/api/v1/namespaces/spread/pods/{name}")["spec"].get("nodeName") or "")
+
+
+def on_node(name: str, node: str, image: str, command: list[str], **spec: object) -> dict:
+    return pod(name, image, command, nodeSelector={"kubernetes.io/hostname": node}, **spec)
+
+
+def test_kubectl_get_nodes_shows_three_ready_nodes(three: lifecycle.Cluster) -> None:
+    wide = kubectl(three, "get", "nodes", "--no-headers")
+    rows = [line.split() for line in wide.splitlines()]
+    assert [(row[0], row[1]) for row in rows] == [(name, "Ready") for name in NODES]
+    status = lifecycle.status(three.name, root=root_of(three))
+    assert status.nodes == dict.fromkeys(NODES, "Ready")
+    assert all(status.components.values()) and len(status.components) == 4 + 1 + 3 * 3 + 2
+
+
+def test_pods_spread_and_talk_across_nodes_under_their_own_addresses(
+    three: lifecycle.Cluster, kube: Kube
+) -> None:
+    network = ClusterNetwork(three.network or 1)
+    server = on_node(
+        "server", NODES[2], PYTHON, ["python3", "-m", "http.server", "8080", "-d", "/tmp"]
+    )
+    server["spec"]["containers"][0]["readinessProbe"] = {  # type: ignore[index]
+        "httpGet": {"path": "/", "port": 8080},
+        "periodSeconds": 1,
+    }
+    run_pod(kube, "spread", server)
+    wait_for(lambda: phase(kube, "spread", "server") == "Running", 90, "server Running")
+    server_ip = wait_for(
+        lambda: kube.get("/api/v1/namespaces/spread/pods/server")["status"].get("podIP"),
+        30,
+        "server's address",
+    )
+    assert ipaddress.ip_address(server_ip) in ipaddress.ip_network(network.node(2, 3).pod_cidr)
+    fetch = f"wget -q -O /dev/null http://{server_ip}:8080/ && echo fetched"
+    run_pod(kube, "spread", on_node("client", NODES[1], BUSYBOX, ["sh", "-c", fetch],
+                                    restartPolicy="Never"))  # fmt: skip
+    wait_for(lambda: phase(kube, "spread", "client") == "Succeeded", 90, "client done")
+    client_ip = kube.get("/api/v1/namespaces/spread/pods/client")["status"]["podIP"]
+    assert ipaddress.ip_address(client_ip) in ipaddress.ip_network(network.node(1, 3).pod_cidr)
+    # the server saw the client's own address, not its node's (no masquerading between
+    # nodes: a peer's certificate is checked against it, as etcd does)
+    logs = kubectl(three, "logs", "-n", "spread", "server")
+    assert f"{client_ip} - - " in logs, logs
+
+
+def test_a_deployment_with_anti_affinity_puts_one_pod_on_each_node(
+    three: lifecycle.Cluster, kube: Kube
+) -> None:
+    labels = {"app": "spread"}
+    term = {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}
+    kube.create(
+        "/apis/apps/v1/namespaces/spread/deployments",
+        {
+            "metadata": {"name": "spread"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "affinity": {
+                            "podAntiAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": [term]
+                            }
+                        },
+                        "containers": [
+                            {"name": "s", "image": BUSYBOX, "command": ["sleep", "3600"]}
+                        ],
+                    },
+                },
+            },
+        },
+    )
+
+    def placed() -> list[str]:
+        pods = kube.get("/api/v1/namespaces/spread/pods?labelSelector=app%3Dspread")["items"]
+        running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+        return sorted(p["spec"]["nodeName"] for p in running) if len(running) == 3 else []
+
+    assert wait_for(placed, 120, "three Pods Running") == NODES
+
+
+def test_a_claim_is_provisioned_on_its_first_pods_node(
+    three: lifecycle.Cluster, kube: Kube
+) -> None:
+    kube.create(
+        "/api/v1/namespaces/spread/persistentvolumeclaims",
+        {
+            "metadata": {"name": "local"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "10Mi"}},
+            },
+        },
+    )
+    claim = kube.get("/api/v1/namespaces/spread/persistentvolumeclaims/local")
+    assert claim["status"]["phase"] == "Pending"  # WaitForFirstConsumer: no Pod yet
+    body = on_node("writer", NODES[2], BUSYBOX, ["sh", "-c", "echo kept > /data/f"],
+                   restartPolicy="Never",
+                   volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "local"}}])  # fmt: skip
+    body["spec"]["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/data"}]  # type: ignore[index]
+    run_pod(kube, "spread", body)
+    wait_for(lambda: phase(kube, "spread", "writer") == "Succeeded", 90, "writer done")
+    bound = kube.get("/api/v1/namespaces/spread/persistentvolumeclaims/local")
+    volume = kube.get(f"/api/v1/persistentvolumes/{bound['spec']['volumeName']}")
+    terms = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+    assert terms[0]["matchExpressions"][0]["values"] == [NODES[2]]
+    # a Pod of the claim without a node of its own goes where the volume is
+    reader = pod("reader", BUSYBOX, ["cat", "/data/f"], restartPolicy="Never",
+                 volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "local"}}])  # fmt: skip
+    reader["spec"]["containers"][0]["volumeMounts"] = [{"name": "d", "mountPath": "/data"}]  # type: ignore[index]
+    run_pod(kube, "spread", reader)
+    wait_for(lambda: phase(kube, "spread", "reader") == "Succeeded", 90, "reader done")
+    assert node_of_pod(kube, "reader") == NODES[2]
+    assert kubectl(three, "logs", "-n", "spread", "reader") == "kept\n"
+
+
+def _condition(kube: Kube, node: str) -> str:
+    conditions = kube.get(f"/api/v1/nodes/{node}")["status"]["conditions"]
+    return next(c["status"] for c in conditions if c["type"] == "Ready")
+
+
+def test_a_stopped_node_goes_not_ready_and_comes_back(three: lifecycle.Cluster, kube: Kube) -> None:
+    run_pod(kube, "spread", on_node("steady", NODES[2], BUSYBOX, ["sleep", "3600"]))
+    wait_for(lambda: phase(kube, "spread", "steady") == "Running", 90, "steady Running")
+    stopped = node_stop(NODES[2], name=three.name, root=root_of(three))
+    assert sorted(stopped) == sorted(
+        f"{c}@{NODES[2]}" for c in ("containerd", "kubelet", "kube-proxy")
+    )
+    recorded = lifecycle.read_cluster(three.name, root_of(three))
+    assert recorded is not None and recorded.stopped_nodes == [NODES[2]]
+    # its containers went with it, as with a machine switched off
+    network = ClusterNetwork(three.network or 1).node(2, 3)
+    cgroups = Path("/sys/fs/cgroup/memory", network.netns)  # the node's Pods' cgroup root
+    assert not [p for p in cgroups.rglob("cgroup.procs") if p.read_text().strip()]
+    # the node-lifecycle controller sees its Lease expire (40 s grace)
+    wait_for(lambda: _condition(kube, NODES[2]) == "Unknown", 90, "node3 NotReady", interval=1)
+    assert lifecycle.status(three.name, root=root_of(three)).nodes[NODES[2]] == "stopped"
+    # `up` keeps a stopped node stopped: only `node start` brings it back
+    assert lifecycle.up(three.name, root=root_of(three), olm_crds=False).notes == []
+    assert _condition(kube, NODES[0]) == "True"
+    started = node_start(NODES[2], name=three.name, root=root_of(three))
+    assert len(started) == 3
+    assert _condition(kube, NODES[2]) == "True"
+    wait_for(lambda: phase(kube, "spread", "steady") == "Running", 90, "steady Running again")
+
+
+def test_the_cli_stops_only_a_node_that_exists_and_not_the_first(three: lifecycle.Cluster) -> None:
+    env_root = {"OLMTOOL_CLUSTERS_DIR": str(root_of(three))}
+    for node, expected in (
+        ("olmtool-node", "is the cluster's first node"),
+        ("olmtool-node9", "no node 'olmtool-node9'; its nodes: olmtool-node, olmtool-node2,"),
+    ):
+        result = _cli(["cluster", "node", "stop", node, "--name", three.name], env_root)
+        assert result.returncode == 1, result.stderr
+        assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    status = _cli(["cluster", "status", "--name", three.name, "-o", "json"], env_root)
+    assert json.loads(status.stdout)["nodes"] == dict.fromkeys(NODES, "Ready")
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "olmtool", *args],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=120, check=False,
+    )  # fmt: skip
