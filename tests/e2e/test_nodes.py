@@ -223,3 +223,26 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
         [sys.executable, "-m", "olmtool", *args],
         capture_output=True, text=True, env={**os.environ, **env}, timeout=120, check=False,
     )  # fmt: skip
+
+
+def test_an_etcd_clusters_members_spread_one_per_node(three: lifecycle.Cluster, kube: Kube) -> None:
+    """The etcd operator (the newest CSV, as OLM installs it) places a 3-member cluster on
+    three nodes: its members prefer nodes without another member of theirs."""
+    from tests.e2e import etcd_env
+    from tests.e2e.test_etcd_operator import RELEASE, push_operator_images
+
+    assert three.registry is not None
+    push_operator_images(three.registry)
+    csv, manifests = etcd_env.bundle_manifests(RELEASE)
+    etcd_env.install_crds(kube, manifests)
+    kube.create("/api/v1/namespaces", {"metadata": {"name": "etcd-op"}})
+    wait_for(lambda: service_account_ready(kube, "etcd-op", "default"), 30, "default SA")
+    installed = etcd_env.install_from_csv(kube, csv, "etcd-op", ["spread"])
+    wait_for(lambda: etcd_env.operator_ready(kube, installed), 120, "operator Ready")
+    etcd_env.create_cluster(kube, "spread", "spread", replicas=3, version="3.5.1")
+    etcd_env.wait_running(kube, "spread", "spread", 3, timeout=180)
+    pods = kube.get(
+        "/api/v1/namespaces/spread/pods?labelSelector=app.kubernetes.io%2Finstance%3Dspread,"
+        "app.kubernetes.io%2Fcomponent%3Dmember"
+    )["items"]
+    assert sorted(p["spec"]["nodeName"] for p in pods) == NODES

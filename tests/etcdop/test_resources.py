@@ -30,6 +30,29 @@ def test_a_joining_member_names_every_member_and_starts_existing() -> None:
     assert "initContainers" not in pod["spec"]
 
 
+def test_members_prefer_nodes_without_another_member_of_their_cluster() -> None:
+    pod = resources.member_pod(REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new"))
+    preferred = pod["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert preferred == [
+        {
+            "weight": 100,
+            "podAffinityTerm": {
+                "labelSelector": {"matchLabels": REF.selector()},
+                "topologyKey": "kubernetes.io/hostname",
+            },
+        }
+    ]
+    assert (
+        "requiredDuringSchedulingIgnoredDuringExecution"
+        not in pod["spec"]["affinity"]["podAntiAffinity"]
+    )  # one node runs a whole cluster too
+    # the selector matches members only, and only this cluster's
+    assert REF.selector()["app.kubernetes.io/instance"] == "ex"
+    assert REF.selector()["app.kubernetes.io/component"] == "member"
+
+
 def test_a_restored_seed_restores_the_snapshot_first() -> None:
     restore = {"claimName": "old-backups", "snapshot": "old-final.db"}
     pod = resources.member_pod(REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new", restore=restore))
