@@ -5,7 +5,9 @@ member Pods and their volumes, and asks :func:`next_step` for exactly one step. 
 ordered so that the cluster never loses quorum through the operator:
 
 1. pods are (re)created for members that have lost theirs (a restart keeps the data);
-2. a member whose data is gone is removed from etcd before anything else changes;
+2. a member whose data is gone, or whose node has been unreachable longer than
+   ``spec.nodeLossTimeoutSeconds`` (its volume is that node's), is removed from etcd
+   before anything else changes, when the others keep quorum;
 3. Pods and volumes of names that are not members (left by an interrupted removal) go;
 4. with quorum lost or any member unhealthy, nothing else happens (status says why);
 5. a caught-up learner is promoted; then one member is added (as a learner) or removed,
@@ -64,6 +66,9 @@ class MemberPod:
     version: str | None = None
     claim: bool = True
     claim_deleting: bool = False
+    node: str | None = None  # where the Pod runs
+    # seconds its node has not been Ready (None: Ready, not scheduled, or not known)
+    node_lost_for: float | None = None
 
     @property
     def data_lost(self) -> bool:
@@ -83,6 +88,8 @@ class Observed:
     upgrade_refused: str | None = None
     # why spec.storageSize cannot size a new member's volume (no new volume is requested)
     storage_refused: str | None = None
+    # seconds a member's node may stay unreachable before it is replaced (0: never)
+    node_loss_timeout: float = 0
 
     @property
     def voters(self) -> list[Member]:
@@ -285,13 +292,25 @@ def _restart_members(observed: Observed, running_version: str) -> Step | None:
     return None
 
 
+def node_gone(observed: Observed, pod: MemberPod) -> bool:
+    """Whether the Pod's node has been unreachable past the timeout."""
+    lost_for, timeout = pod.node_lost_for, observed.node_loss_timeout
+    return timeout > 0 and lost_for is not None and lost_for >= timeout
+
+
 def _replace_lost_member(observed: Observed) -> Step | None:
     for member in observed.members or ():
         pod = pod_of(observed, member.name)
-        lost = (pod.data_lost and member.started) or pod.crash_looping
+        gone = node_gone(observed, pod)
+        lost = (pod.data_lost and member.started) or pod.crash_looping or gone
         if not lost:
             continue
-        what = "lost its data" if pod.data_lost else "keeps failing"
+        if pod.data_lost:
+            what = "lost its data"
+        elif gone:
+            what = f"is on node {pod.node}, unreachable for {pod.node_lost_for:.0f}s"
+        else:
+            what = "keeps failing"
         others = [m for m in observed.healthy_voters if m.id != member.id]
         remaining = len(observed.voters) - (0 if member.learner else 1)
         if remaining == 0:

@@ -7,6 +7,7 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from etcd_operator import etcd, plan, resources, status, validation
@@ -18,6 +19,9 @@ log = logging.getLogger(__name__)
 
 JSON = dict[str, Any]
 CRASH_LOOP_RESTARTS = 3
+# spec.nodeLossTimeoutSeconds's default (the CRD's too; a cluster made under an older CRD
+# has none)
+DEFAULT_NODE_LOSS_TIMEOUT = 300
 
 
 @dataclass
@@ -45,8 +49,12 @@ def refused(exc: ApiError) -> str:
 # -- observing ---------------------------------------------------------------------------
 
 
-def _pod_state(name: str, pod: JSON | None, claim: JSON | None) -> plan.MemberPod:
+def _pod_state(
+    name: str, pod: JSON | None, claim: JSON | None, lost: Mapping[str, float] | None = None
+) -> plan.MemberPod:
+    """``lost``: for each node that is not Ready, for how many seconds."""
     meta = (pod or {}).get("metadata") or {}
+    node = ((pod or {}).get("spec") or {}).get("nodeName") or None
     pod_status = (pod or {}).get("status") or {}
     statuses = pod_status.get("container_statuses") or pod_status.get("containerStatuses") or []
     ready = any(
@@ -64,7 +72,40 @@ def _pod_state(name: str, pod: JSON | None, claim: JSON | None) -> plan.MemberPo
         version=(meta.get("labels") or {}).get(VERSION_LABEL),
         claim=claim is not None,
         claim_deleting=bool(((claim or {}).get("metadata") or {}).get("deletionTimestamp")),
+        node=node,
+        node_lost_for=(lost or {}).get(node) if node else None,
     )
+
+
+async def _lost_nodes(kube: Kube, names: set[str]) -> dict[str, float]:
+    """For each of ``names`` whose Ready condition is not True, the seconds since it
+    changed. Releases before 0.5.0 may not read Nodes (403): then nothing is known to
+    be lost, and no member is replaced for its node."""
+    lost: dict[str, float] = {}
+    now = datetime.now(UTC)
+    for name in sorted(names):
+        try:
+            node = await kube.get("v1", "Node", "", name)
+        except ApiError as exc:
+            log.debug("cannot read node %s: %s", name, exc)
+            return {}
+        if node is None:  # deleted: as gone as a node can be
+            lost[name] = float("inf")
+            continue
+        conditions = (node.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+        if ready is None or ready.get("status") == "True":
+            continue
+        since = _timestamp(ready.get("lastTransitionTime"))
+        lost[name] = (now - since).total_seconds() if since else 0.0
+    return lost
+
+
+def _timestamp(text: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _endpoint(pod: JSON | None) -> str | None:
@@ -112,7 +153,9 @@ async def observe(
         for c in claims_list
         if MEMBER_LABEL in c["metadata"].get("labels", {})
     }
-    states = {n: _pod_state(n, pods.get(n), claims.get(n)) for n in sorted({*pods, *claims})}
+    nodes = {n for p in pods.values() if (n := (p.get("spec") or {}).get("nodeName"))}
+    lost = await _lost_nodes(kube, nodes) if nodes else {}
+    states = {n: _pod_state(n, pods.get(n), claims.get(n), lost) for n in sorted({*pods, *claims})}
     endpoints = {n: e for n, p in pods.items() if (e := _endpoint(p))}
     try:
         members = await etcd.member_list(list(endpoints.values())) if endpoints else None
@@ -143,6 +186,7 @@ async def observe(
         bootstrapped=bool(old.get("members")) or bool(claims),
         upgrade_refused=invalid,
         storage_refused=validation.size_problem(spec, "storageSize"),
+        node_loss_timeout=float(spec.get("nodeLossTimeoutSeconds", DEFAULT_NODE_LOSS_TIMEOUT)),
     )
     return World(observed, pods, endpoints, running, [*found, *problems])
 
@@ -178,12 +222,19 @@ async def _start_member(
         state=state,
         resources=spec.get("resources"),
         restore=restore,
+        placement=spec.get("placement"),
     )
     await kube.create(resources.member_pod(ref, member_spec))
 
 
-async def _delete_member_objects(kube: Kube, ref: ClusterRef, name: str) -> None:
-    await kube.delete("v1", "Pod", ref.namespace, name)
+async def _delete_member_objects(
+    kube: Kube, ref: ClusterRef, name: str, pod: plan.MemberPod | None = None
+) -> None:
+    """The member's Pod and volume. A Pod on a node that is not Ready is deleted at once
+    (grace 0): no kubelet is there to confirm it stopped, and until the Pod object is
+    gone its volume claim cannot go either."""
+    force = pod is not None and pod.node_lost_for is not None
+    await kube.delete("v1", "Pod", ref.namespace, name, grace=0 if force else None)
     await kube.delete("v1", "PersistentVolumeClaim", ref.namespace, ref.data_claim(name))
 
 
@@ -218,9 +269,9 @@ async def act(
         case plan.RemoveMember(member=member):
             others = [e for n, e in world.endpoints.items() if n != member.name] or endpoints
             await etcd.remove(others, member.id)
-            await _delete_member_objects(kube, ref, member.name)
+            await _delete_member_objects(kube, ref, member.name, observed.pods.get(member.name))
         case plan.DeleteLeftovers(name=name):
-            await _delete_member_objects(kube, ref, name)
+            await _delete_member_objects(kube, ref, name, observed.pods.get(name))
         case plan.Roll(member=member):
             # the next pass starts the member again at the target version (StartPod)
             await kube.delete("v1", "Pod", ref.namespace, member)

@@ -218,6 +218,7 @@ class MemberSpec:
     state: str  # "new" or "existing"
     resources: Mapping[str, Any] | None = None
     restore: Mapping[str, str] | None = None  # {"claimName", "snapshot"} for the seed
+    placement: Mapping[str, Any] | None = None  # spec.placement
 
 
 def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
@@ -260,7 +261,7 @@ def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
         "subdomain": ref.peer_service,
         "restartPolicy": "Always",
         "terminationGracePeriodSeconds": 30,
-        "affinity": spread_members(ref),
+        **placed(ref, spec.placement or {}),
         "containers": [container],
         "volumes": [
             {"name": "data", "persistentVolumeClaim": {"claimName": ref.data_claim(spec.name)}}
@@ -275,6 +276,32 @@ def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
             }
         )
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+
+
+# A member stays bound to its node while the node is unreachable: the operator, not the
+# taint manager's default 300 s eviction, decides when it is lost (nodeLossTimeoutSeconds),
+# and only while the others keep quorum.
+STAY_ON_LOST_NODE = [
+    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": "NoExecute"}
+    for taint in ("unreachable", "not-ready")
+]
+
+
+def placed(ref: ClusterRef, placement: Mapping[str, Any]) -> JSON:
+    """A member Pod's scheduling fields from ``spec.placement``: its node selector,
+    tolerations (with :data:`STAY_ON_LOST_NODE`), priority class, and affinity (members
+    spread over nodes unless the affinity says how, with a podAntiAffinity)."""
+    fields: JSON = {}
+    if placement.get("nodeSelector"):
+        fields["nodeSelector"] = dict(placement["nodeSelector"])
+    affinity = dict(placement.get("affinity") or {})
+    if "podAntiAffinity" not in affinity:
+        affinity.update(spread_members(ref))
+    fields["affinity"] = affinity
+    fields["tolerations"] = [*(placement.get("tolerations") or []), *STAY_ON_LOST_NODE]
+    if placement.get("priorityClassName"):
+        fields["priorityClassName"] = placement["priorityClassName"]
+    return fields
 
 
 def spread_members(ref: ClusterRef) -> JSON:

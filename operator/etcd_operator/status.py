@@ -77,6 +77,7 @@ def members(observed: plan.Observed, ref: ClusterRef) -> list[JSON]:
                 "isLeader": member.id == leader,
                 "learner": member.learner,
                 "version": (health.version if health else None) or (pod.version if pod else None),
+                "node": pod.node if pod else None,
             }
         )
     return out

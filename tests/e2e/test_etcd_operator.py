@@ -1,7 +1,7 @@
 """The etcd operator on the local cluster: real etcd processes, the operator running as
 the Pod OLM would create from the image olmtool builds.
 
-One operator (installed from the newest CSV, 0.4.0: non-root, read-only root filesystem,
+One operator (installed from the newest CSV, 0.5.0: non-root, read-only root filesystem,
 ``/tmp`` an emptyDir; OwnNamespace-style targeting namespace ``watched``) serves every
 test; each test makes its own EtcdCluster there.
 """
@@ -41,7 +41,7 @@ pytest.importorskip(
 )
 
 
-RELEASE = "0.4.0"  # the bundle the operator is installed from: the newest
+RELEASE = "0.5.0"  # the bundle the operator is installed from: the newest
 
 
 @dataclass
@@ -114,7 +114,7 @@ def _name() -> str:
 
 
 def test_operator_pod_is_non_root_with_a_writable_tmp(env: Env) -> None:
-    """The Pod runs what the 0.4.0 CSV declares: a non-root user, no privilege
+    """The Pod runs what the newest CSV declares: a non-root user, no privilege
     escalation, a read-only root filesystem and an emptyDir at /tmp."""
     pods = env.kube.get(f"/api/v1/namespaces/{env.operator.namespace}/pods")["items"]
     running = [p for p in pods if not p["metadata"].get("deletionTimestamp")]

@@ -225,9 +225,9 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     )  # fmt: skip
 
 
-def test_an_etcd_clusters_members_spread_one_per_node(three: lifecycle.Cluster, kube: Kube) -> None:
-    """The etcd operator (the newest CSV, as OLM installs it) places a 3-member cluster on
-    three nodes: its members prefer nodes without another member of theirs."""
+@pytest.fixture(scope="module")
+def etcd_operator(three: lifecycle.Cluster, kube: Kube) -> None:
+    """The etcd operator from the newest CSV, as OLM installs it, watching ``spread``."""
     from tests.e2e import etcd_env
     from tests.e2e.test_etcd_operator import RELEASE, push_operator_images
 
@@ -239,6 +239,21 @@ def test_an_etcd_clusters_members_spread_one_per_node(three: lifecycle.Cluster, 
     wait_for(lambda: service_account_ready(kube, "etcd-op", "default"), 30, "default SA")
     installed = etcd_env.install_from_csv(kube, csv, "etcd-op", ["spread"])
     wait_for(lambda: etcd_env.operator_ready(kube, installed), 120, "operator Ready")
+
+
+def members_by_node(kube: Kube, name: str) -> dict[str, str]:
+    """Each member's node, from the cluster's status."""
+    from tests.e2e import etcd_env
+
+    status = etcd_env.get_cluster(kube, "spread", name).get("status") or {}
+    return {m["name"]: m.get("node") for m in status.get("members") or []}
+
+
+def test_an_etcd_clusters_members_spread_one_per_node(kube: Kube, etcd_operator: None) -> None:
+    """A 3-member cluster lands on three nodes: its members prefer nodes without another
+    member of theirs; status names each member's node."""
+    from tests.e2e import etcd_env
+
     etcd_env.create_cluster(kube, "spread", "spread", replicas=3, version="3.5.1")
     etcd_env.wait_running(kube, "spread", "spread", 3, timeout=180)
     pods = kube.get(
@@ -246,3 +261,58 @@ def test_an_etcd_clusters_members_spread_one_per_node(three: lifecycle.Cluster, 
         "app.kubernetes.io%2Fcomponent%3Dmember"
     )["items"]
     assert sorted(p["spec"]["nodeName"] for p in pods) == NODES
+    nodes = wait_for(lambda: members_by_node(kube, "spread"), 30, "members' nodes")
+    assert sorted(nodes.values()) == NODES
+
+
+def test_a_member_on_a_stopped_node_is_replaced_on_a_surviving_node(
+    three: lifecycle.Cluster, kube: Kube, etcd_operator: None
+) -> None:
+    """Stopping the node of one member: the cluster stays Available with two; once the
+    node has been gone past nodeLossTimeoutSeconds, a new member on a surviving node
+    takes its place, and no acknowledged write is lost."""
+    pytest.importorskip("aetcd", reason="the writer talks to etcd through aetcd")
+    from tests.e2e import etcd_env
+
+    name = "survivor"
+    etcd_env.create_cluster(
+        kube, "spread", name, replicas=3, version="3.5.1", nodeLossTimeoutSeconds=20
+    )
+    etcd_env.wait_running(kube, "spread", name, 3, timeout=180)
+    nodes = wait_for(lambda: members_by_node(kube, name), 30, "members' nodes")
+    victim, lost_node = next((m, n) for m, n in sorted(nodes.items()) if n != NODES[0])
+    endpoint = etcd_env.client_endpoint(kube, "spread", name)
+    writer = etcd_env.Writer(endpoint, name)
+    writer.start()
+    try:
+        node_stop(lost_node, name=three.name, root=root_of(three))
+        try:
+
+            def two_left() -> bool:
+                cluster = etcd_env.get_cluster(kube, "spread", name)
+                available = etcd_env.condition(cluster, "Available").get("status")
+                return cluster["status"].get("readyMembers") == 2 and available == "True"
+
+            wait_for(two_left, 90, "Available with 2 members", interval=1)
+
+            def replaced() -> bool:
+                placed = members_by_node(kube, name)
+                return (
+                    victim not in placed
+                    and len(placed) == 3
+                    and lost_node not in placed.values()
+                    and etcd_env.running(kube, "spread", name, 3)
+                )
+
+            # 40 s for the node to be NotReady, 20 s of timeout, then a new member
+            wait_for(replaced, 240, "a member replaced on a surviving node", interval=1)
+        finally:
+            node_start(lost_node, name=three.name, root=root_of(three))
+    finally:
+        writer.stop()
+    stored = etcd_env.get_prefix(endpoint, f"{name}/")
+    assert set(writer.acked) <= set(stored)
+    assert len(writer.acked) > 10
+    events = kube.get("/api/v1/namespaces/spread/events")["items"]
+    said = [str(e.get("message")) for e in events]
+    assert any("ReplacingMember" in m and victim in m and lost_node in m for m in said), said

@@ -225,3 +225,35 @@ def test_a_member_that_needs_a_new_volume_waits_for_a_valid_size() -> None:
     )
     got = step(obs)
     assert isinstance(got, plan.Blocked) and "member c-1 needs a new volume" in got.message
+
+
+def _on_lost_node(
+    seconds: float | None, timeout: float = 60, healthy: list[int] | None = None
+) -> Observed:
+    members = [member(0), member(1), member(2)]
+    pods = [pod(0, node="n1"), pod(1, node="n2"), pod(2, node="n3", ready=False,
+                                                    node_lost_for=seconds)]  # fmt: skip
+    return observed(members, pods, healthy=[0, 1] if healthy is None else healthy,
+                    node_loss_timeout=timeout)  # fmt: skip
+
+
+def test_a_member_whose_node_stays_unreachable_past_the_timeout_is_replaced() -> None:
+    got = step(_on_lost_node(75.4))
+    assert isinstance(got, plan.RemoveMember) and got.member.name == "c-2"
+    assert got.reason == "ReplacingMember"
+    assert got.message == (
+        "member c-2 is on node n3, unreachable for 75s: removing it, a new member replaces it"
+    )
+
+
+def test_a_member_on_an_unreachable_node_is_waited_for_until_the_timeout() -> None:
+    got = step(_on_lost_node(30.0))
+    assert isinstance(got, plan.Wait) and got.reason == "MemberUnhealthy"
+    assert isinstance(step(_on_lost_node(10_000, timeout=0)), plan.Wait)  # 0: never
+    assert isinstance(step(_on_lost_node(None)), plan.Wait)  # its node is not known lost
+
+
+def test_no_replacement_for_a_lost_node_that_would_lose_quorum() -> None:
+    got = step(_on_lost_node(75.0, healthy=[0]))  # another member is down too
+    assert isinstance(got, plan.Wait) and got.quorum_lost
+    assert "removing it would lose quorum" in got.message

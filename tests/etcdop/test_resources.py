@@ -96,3 +96,31 @@ def test_watch_namespace_scopes_like_olm() -> None:
     assert scope("") == (True, [])
     assert scope(None) == (True, [])
     assert scope("b, a,") == (False, ["a", "b"])
+
+
+def test_placement_reaches_the_member_pod_and_members_stay_on_a_lost_node() -> None:
+    placement = {
+        "nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "etcd"}],
+        "priorityClassName": "system-cluster-critical",
+        "affinity": {"nodeAffinity": {"x": 1}},
+    }
+    pod = resources.member_pod(
+        REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new", placement=placement)
+    )
+    spec = pod["spec"]
+    assert spec["nodeSelector"] == {"disk": "ssd"}
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    # the user's affinity, and the default spreading beside it
+    assert spec["affinity"]["nodeAffinity"] == {"x": 1}
+    assert spec["affinity"]["podAntiAffinity"] == resources.spread_members(REF)["podAntiAffinity"]
+    assert spec["tolerations"] == [
+        {"key": "dedicated", "operator": "Equal", "value": "etcd"},
+        *resources.STAY_ON_LOST_NODE,
+    ]
+    assert all("tolerationSeconds" not in t for t in resources.STAY_ON_LOST_NODE)
+    own = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": []}}
+    pod = resources.member_pod(
+        REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new", placement={"affinity": own})
+    )
+    assert pod["spec"]["affinity"] == own  # theirs replaces the default spreading

@@ -6,12 +6,12 @@ can convert between the versions without a webhook (conversion strategy None).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from etcd_operator.api import v1alpha1
-from olmtool.crd import ListType, Quantity, Schema
+from olmtool.crd import ListType, Quantity, RawObject, Schema
 
 
 class ResourceRequirements(Schema):
@@ -32,6 +32,36 @@ class RestoreSource(Schema):
     """File name of the snapshot in that claim, e.g. "example-final.db"."""
 
 
+class Toleration(Schema):
+    """A taint the members tolerate (like a Pod's toleration)."""
+
+    key: str | None = None
+    """The taint key; empty with operator Exists: every taint."""
+    operator: Literal["Exists", "Equal"] | None = None
+    """Exists (any value) or Equal (the value below; the default)."""
+    value: str | None = None
+    """The taint value, for operator Equal."""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    """The taint effect; empty: every effect."""
+    toleration_seconds: int | None = None
+    """For NoExecute: how long a member stays on a node once the taint appears."""
+
+
+class Placement(Schema):
+    """Where members run: a subset of a Pod's scheduling fields. Read when a member Pod is
+    made: running members move only when they are replaced."""
+
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    """Node labels a member's node must have."""
+    affinity: RawObject | None = None
+    """A Pod affinity (nodeAffinity, podAffinity, podAntiAffinity). Without a
+    podAntiAffinity, members prefer nodes that run no other member of the cluster."""
+    tolerations: list[Toleration] = Field(default_factory=list)
+    """Taints the members tolerate."""
+    priority_class_name: str | None = None
+    """PriorityClass of the member Pods."""
+
+
 class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
     """EtcdClusterSpec is the desired state of an etcd cluster."""
 
@@ -44,6 +74,13 @@ class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
     """Take a snapshot into the backups volume before the members are removed on deletion."""
     restore: RestoreSource | None = None
     """Bootstrap the cluster from a snapshot instead of empty (read at creation only)."""
+    placement: Placement | None = None
+    """Where members run (node selector, affinity, tolerations, priority)."""
+    node_loss_timeout_seconds: Annotated[int, Field(ge=0)] = 300
+    """How long a member's node may stay unreachable (NotReady or Unknown) before the
+    member is removed and a new one replaces it on another node, when the others keep
+    quorum; 0: never. The member's volume is local to its node, so the new member
+    starts empty and catches up from the others."""
 
 
 class EtcdMember(v1alpha1.EtcdMember):
@@ -53,6 +90,8 @@ class EtcdMember(v1alpha1.EtcdMember):
     """Whether the member is a non-voting learner still catching up."""
     version: str | None = None
     """etcd version the member runs."""
+    node: str | None = None
+    """Node the member's Pod runs on."""
 
 
 class BackupStatus(Schema):
