@@ -23,6 +23,9 @@ BUSY_INTERVAL, IDLE_INTERVAL = 1.0, 15.0
 FINAL_SNAPSHOT_TIMEOUT = 180.0
 
 _wakeups: dict[str, asyncio.Event] = {}
+# steps worth a Warning event on the EtcdCluster (kubectl describe), once each: a member
+# replaced because its data, its process or its node is gone
+WARNED_STEPS = {"ReplacingMember"}
 
 
 def _wakeup(uid: str) -> asyncio.Event:
@@ -140,6 +143,8 @@ async def run_cluster(
             message = f"{outcome.step.reason}: {outcome.step.message}"
             if message != last_message:
                 logger.info(message)
+                if outcome.step.reason in WARNED_STEPS:
+                    kopf.warn(body, reason=outcome.step.reason, message=outcome.step.message)
                 last_message = message
             interval = BUSY_INTERVAL if outcome.progressing else IDLE_INTERVAL
             await _sleep(wake, stopped, interval)

@@ -314,5 +314,8 @@ def test_a_member_on_a_stopped_node_is_replaced_on_a_surviving_node(
     assert set(writer.acked) <= set(stored)
     assert len(writer.acked) > 10
     events = kube.get("/api/v1/namespaces/spread/events")["items"]
-    said = [str(e.get("message")) for e in events]
-    assert any("ReplacingMember" in m and victim in m and lost_node in m for m in said), said
+    said = [(e.get("reason"), str(e.get("message"))) for e in events]
+    assert any(
+        reason == "ReplacingMember" and victim in message and lost_node in message
+        for reason, message in said
+    ), said
