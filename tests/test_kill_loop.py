@@ -142,7 +142,7 @@ def catalog_state(project: Path) -> tuple[dict[str, str], str]:
     ).read_text(encoding="utf-8")
 
 
-BUNDLE = Path("bundle/etcd-operator/0.4.0")  # the newest: what bundle build writes
+BUNDLE = Path("bundle/etcd-operator/0.5.0")  # the newest: what bundle build writes
 
 
 def check_bundle(project: Path, old: dict[str, str], new: dict[str, str]) -> str:
@@ -151,7 +151,7 @@ def check_bundle(project: Path, old: dict[str, str], new: dict[str, str]) -> str
     tree = read_tree(target)
     assert tree in (old, new), "the bundle directory is neither the old nor the new tree"
     bundles = _expand("bundle/etcd-operator/*", project)
-    assert [Path(b).name for b in bundles] == ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]
+    assert [Path(b).name for b in bundles] == ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0"]
     return "new" if tree == new else "old"
 
 

@@ -172,9 +172,9 @@ def test_one_release_file_is_converted_keeping_its_release(project: Path) -> Non
 
 
 def test_the_repository_project_file_takes_the_next_release_as_written(tmp_path: Path) -> None:
-    """olmtool.yaml lists its releases (0.3.0 frozen as published, 0.4.0 from the shared
-    keys): the next one is appended after them, no other line changes, the existing
-    releases resolve as before, and the new one inherits 0.4.0's Deployment."""
+    """olmtool.yaml lists its releases (0.3.0 and 0.4.0 frozen as published, 0.5.0 from
+    the shared keys): the next one is appended after them, no other line changes, the
+    existing releases resolve as before, and the new one inherits 0.5.0's Deployment."""
     config = tmp_path / "olmtool.yaml"
     shutil.copyfile(REPO / "olmtool.yaml", config)
     before = config.read_text()
@@ -184,18 +184,18 @@ def test_the_repository_project_file_takes_the_next_release_as_written(tmp_path:
         return {r.version: r.settings.model_dump() for r in releases}
 
     old = resolved()
-    assert list(old) == ["0.3.0", "0.4.0"]
+    assert list(old) == ["0.3.0", "0.4.0", "0.5.0"]
     result = bundle_release("9.0.0", config=config)
     assert not result.converted and not result.notes
     changes = _changes(before, config.read_text())
     assert [line for line in changes if line.startswith("-")] == []
     assert [line[2:] for line in changes if line.startswith("+")] == [
         "    - version: 9.0.0",
-        "      replaces: etcd-operator.v0.4.0",
+        "      replaces: etcd-operator.v0.5.0",
     ]
     new = resolved()
     assert {version: new[version] for version in old} == old
-    head, added = old["0.4.0"]["deployment"], new["9.0.0"]["deployment"]
+    head, added = old["0.5.0"]["deployment"], new["9.0.0"]["deployment"]
     assert added["image"] == "localhost:5000/olmtool/etcd-operator:9.0.0"
     assert {k: v for k, v in added.items() if k != "image"} == {
         k: v for k, v in head.items() if k != "image"

@@ -30,7 +30,7 @@ def _crd(version: str) -> dict:
 
 
 def test_at_least_four_releases() -> None:
-    assert VERSIONS[:4] == ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]
+    assert VERSIONS[:5] == ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0"]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -45,7 +45,11 @@ def test_each_release_is_what_olmtool_yaml_builds() -> None:
     what it shipped (its own relatedImages and Deployment settings), byte for byte."""
     project = load_project(ROOT / "olmtool.yaml")
     releases = project.settings.bundle.resolved_releases()
-    assert [(r.version, r.frozen) for r in releases] == [("0.3.0", True), ("0.4.0", False)]
+    assert [(r.version, r.frozen) for r in releases] == [
+        ("0.3.0", True),
+        ("0.4.0", True),
+        ("0.5.0", False),
+    ]
     for release in releases:
         bundle = build_bundle(release.settings, project.root, crd_dir=project.settings.crd.output)
         assert not write_bundle(bundle, check=True).stale, "run `olmtool bundle build`"
@@ -90,10 +94,13 @@ def test_replaces_chain_and_skip_range_to_newest() -> None:
     assert _csv("0.3.0")["spec"]["replaces"] == "etcd-operator.v0.2.0"
     assert _csv("0.4.0")["spec"]["replaces"] == "etcd-operator.v0.3.0"
     assert _csv("0.4.0")["metadata"]["annotations"]["olm.skipRange"] == ">=0.1.0 <0.4.0"
-    # 0.3.0's and 0.4.0's skipRanges let 0.1.0 jump; every release reaches 0.4.0 in one hop
-    assert _successors("0.1.0") == {"0.2.0", "0.3.0", "0.4.0"}
-    assert _successors("0.2.0") == {"0.3.0", "0.4.0"}
-    assert _successors("0.3.0") == {"0.4.0"}
+    assert _csv("0.5.0")["spec"]["replaces"] == "etcd-operator.v0.4.0"
+    assert _csv("0.5.0")["metadata"]["annotations"]["olm.skipRange"] == ">=0.1.0 <0.5.0"
+    # the skipRanges let 0.1.0 jump; every release reaches 0.5.0 in one hop
+    assert _successors("0.1.0") == {"0.2.0", "0.3.0", "0.4.0", "0.5.0"}
+    assert _successors("0.2.0") == {"0.3.0", "0.4.0", "0.5.0"}
+    assert _successors("0.3.0") == {"0.4.0", "0.5.0"}
+    assert _successors("0.4.0") == {"0.5.0"}
 
 
 def _storage(version: str) -> str:

@@ -341,16 +341,18 @@ def test_tree_of_the_repository_catalog() -> None:
     (package,) = graph.packages
     assert (package.name, package.default_channel) == ("etcd-operator", "stable")
     (stable,) = package.channels
-    assert (stable.name, stable.default, stable.heads) == ("stable", True, ["etcd-operator.v0.4.0"])
+    assert (stable.name, stable.default, stable.heads) == ("stable", True, ["etcd-operator.v0.5.0"])
     # newest first, with the edges of each entry
     assert [(e.name, e.version, e.head) for e in stable.entries] == [
-        ("etcd-operator.v0.4.0", "0.4.0", True),
+        ("etcd-operator.v0.5.0", "0.5.0", True),
+        ("etcd-operator.v0.4.0", "0.4.0", False),
         ("etcd-operator.v0.3.0", "0.3.0", False),
         ("etcd-operator.v0.2.0", "0.2.0", False),
         ("etcd-operator.v0.1.0", "0.1.0", False),
     ]
-    head, third, middle, oldest = stable.entries
-    assert (head.replaces, head.skip_range) == ("etcd-operator.v0.3.0", ">=0.1.0 <0.4.0")
+    head, fourth, third, middle, oldest = stable.entries
+    assert (head.replaces, head.skip_range) == ("etcd-operator.v0.4.0", ">=0.1.0 <0.5.0")
+    assert (fourth.replaces, fourth.skip_range) == ("etcd-operator.v0.3.0", ">=0.1.0 <0.4.0")
     assert (third.replaces, third.skip_range) == ("etcd-operator.v0.2.0", ">=0.1.0 <0.3.0")
     assert middle.replaces == "etcd-operator.v0.1.0"
     assert oldest.deprecated and not head.deprecated
@@ -359,21 +361,22 @@ def test_tree_of_the_repository_catalog() -> None:
 def test_paths_of_the_repository_catalog() -> None:
     graph = catalog_graph(REPO / "catalog", view=GraphView.paths)
     rows = {row["bundle"]: row for row in (p.as_dict() for p in graph.paths)}
-    assert set(rows) == {f"etcd-operator.v0.{n}.0" for n in (1, 2, 3, 4)}
+    assert set(rows) == {f"etcd-operator.v0.{n}.0" for n in (1, 2, 3, 4, 5)}
     oldest = rows["etcd-operator.v0.1.0"]
     assert oldest == {
         "package": "etcd-operator",
         "channel": "stable",
         "bundle": "etcd-operator.v0.1.0",
         "version": "0.1.0",
-        "head": "etcd-operator.v0.4.0",
+        "head": "etcd-operator.v0.5.0",
         "v0_status": "reaches-head",
-        "v0_path": ["etcd-operator.v0.4.0"],  # the head's skipRange holds 0.1.0
+        "v0_path": ["etcd-operator.v0.5.0"],  # the head's skipRange holds 0.1.0
         "v0_hops": 1,
-        "v1_next": "etcd-operator.v0.4.0",
+        "v1_next": "etcd-operator.v0.5.0",
     }
-    assert rows["etcd-operator.v0.3.0"]["v0_path"] == ["etcd-operator.v0.4.0"]  # replaced
-    assert rows["etcd-operator.v0.4.0"]["v0_status"] == "at-head"
+    assert rows["etcd-operator.v0.3.0"]["v0_path"] == ["etcd-operator.v0.5.0"]  # skipRange
+    assert rows["etcd-operator.v0.4.0"]["v0_path"] == ["etcd-operator.v0.5.0"]  # replaced
+    assert rows["etcd-operator.v0.5.0"]["v0_status"] == "at-head"
 
 
 def test_mermaid_and_paths_of_one_package() -> None:
@@ -411,10 +414,12 @@ def test_cli_tree_of_the_repository_catalog(monkeypatch: pytest.MonkeyPatch) -> 
     assert result.returncode == 0, result.exception
     out = result.stdout
     assert out.startswith("etcd-operator\n")
-    assert "stable  (default)  head etcd-operator.v0.4.0" in out
-    assert out.index("etcd-operator.v0.4.0  0.4.0  head") < out.index("etcd-operator.v0.1.0  0.1.0")
+    assert "stable  (default)  head etcd-operator.v0.5.0" in out
+    assert out.index("etcd-operator.v0.5.0  0.5.0  head") < out.index("etcd-operator.v0.4.0  0.4.0")
+    assert out.index("etcd-operator.v0.4.0  0.4.0") < out.index("etcd-operator.v0.1.0  0.1.0")
     assert "replaces etcd-operator.v0.1.0" in out and "replaces etcd-operator.v0.3.0" in out
-    assert "'>=0.1.0 <0.4.0'" in out
+    assert "replaces etcd-operator.v0.4.0" in out
+    assert "'>=0.1.0 <0.5.0'" in out and "'>=0.1.0 <0.4.0'" in out
     assert "deprecated:" in out
 
 
@@ -423,7 +428,7 @@ def test_cli_formats(monkeypatch: pytest.MonkeyPatch) -> None:
     machine = cli("catalog", "graph", "catalog/", "--format", "paths", "-o", "json")
     assert machine.returncode == 0, machine.exception
     rows = json.loads(machine.stdout)
-    assert {row["bundle"] for row in rows} == {f"etcd-operator.v0.{n}.0" for n in (1, 2, 3, 4)}
+    assert {row["bundle"] for row in rows} == {f"etcd-operator.v0.{n}.0" for n in (1, 2, 3, 4, 5)}
     mmd = cli("catalog", "graph", str(DEMO), "-f", "mermaid")
     assert mmd.returncode == 0, mmd.exception
     assert mmd.stdout == GOLDEN.read_text()

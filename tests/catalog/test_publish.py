@@ -172,6 +172,7 @@ def test_channels_come_from_annotations_and_csv_upgrade_fields(tmp_path: Path) -
         ("etcd-operator.v0.2.0", "etcd-operator.v0.1.0", ""),
         ("etcd-operator.v0.3.0", "etcd-operator.v0.2.0", ">=0.1.0 <0.3.0"),
         ("etcd-operator.v0.4.0", "etcd-operator.v0.3.0", ">=0.1.0 <0.4.0"),
+        ("etcd-operator.v0.5.0", "etcd-operator.v0.4.0", ">=0.1.0 <0.5.0"),
     ]
     (package,) = config.packages
     assert package.default_channel == "stable"

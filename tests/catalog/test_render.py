@@ -238,7 +238,7 @@ def test_render_command_yaml_and_flag_errors() -> None:
 def test_render_passes_catalogs_through() -> None:
     config = render([REPO / "catalog"])
     assert [p.name for p in config.packages] == ["etcd-operator"]
-    assert len(config.bundles) == 4
+    assert len(config.bundles) == 5
 
 
 @pytest.mark.e2e
@@ -265,5 +265,6 @@ def test_render_bundle_and_catalog_images_from_a_registry(
         "etcd-operator.v0.2.0",
         "etcd-operator.v0.3.0",
         "etcd-operator.v0.4.0",
+        "etcd-operator.v0.5.0",
     ]
     assert from_image.bundles[0].origin.file.startswith(f"{catalog_ref}:/configs/")

@@ -144,4 +144,4 @@ def test_a_stopped_clusters_registry_login_does_not_leak_into_the_next_one(
     )  # fmt: skip
     code, output = finished(install, 400)
     assert code == 0, output
-    assert "installed etcd-operator.v0.4.0" in output, output
+    assert "installed etcd-operator.v0.5.0" in output, output

@@ -57,9 +57,9 @@ def test_install_a_version_with_manual_approval_then_uninstall(
     assert sub["spec"]["startingCSV"] == "etcd-operator.v0.2.0"
 
     # Manual: the plan of the asked-for version was approved, no other (no upgrade to
-    # 0.3.0, which replaces it, nor to the head 0.4.0, whose skipRange holds it)
+    # 0.3.0, which replaces it, nor to 0.4.0 or the head 0.5.0, whose skipRanges hold it)
     time.sleep(5)
-    for newer in ("etcd-operator.v0.3.0", "etcd-operator.v0.4.0"):
+    for newer in ("etcd-operator.v0.3.0", "etcd-operator.v0.4.0", "etcd-operator.v0.5.0"):
         path = f"{OPERATORS}/namespaces/{namespace}/clusterserviceversions/{newer}"
         assert kube.get_or_none(path) is None, newer
     csv = kube.get(

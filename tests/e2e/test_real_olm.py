@@ -259,7 +259,7 @@ def test_without_monitoring_crds_the_installplan_fails(
         assert steps[kind] == "Unknown", steps
     assert kube.get_or_none(f"/api/v1/namespaces/{target}/serviceaccounts/etcd-operator") is None
     wait_for(
-        lambda: _csv_phase(kube, target, "etcd-operator.v0.4.0") == "Pending",
+        lambda: _csv_phase(kube, target, "etcd-operator.v0.5.0") == "Pending",
         60,
         "the CSV to wait for its requirements",
     )
@@ -276,13 +276,13 @@ def test_subscription_installs_the_etcd_operator(
     plan = wait_for(
         lambda: _completed(kube, target, plan_name), 120, f"InstallPlan {plan_name} Complete"
     )
-    assert "etcd-operator.v0.4.0" in plan["spec"]["clusterServiceVersionNames"]
+    assert "etcd-operator.v0.5.0" in plan["spec"]["clusterServiceVersionNames"]
     lookups = plan["status"].get("bundleLookups") or []
     assert all(lookup.get("replaces", "") == "" for lookup in lookups)  # "" was written
     csv_phase = wait_for(
         lambda: (
-            _csv_phase(kube, target, "etcd-operator.v0.4.0") in ("Installing", "Succeeded")
-            and _csv_phase(kube, target, "etcd-operator.v0.4.0")
+            _csv_phase(kube, target, "etcd-operator.v0.5.0") in ("Installing", "Succeeded")
+            and _csv_phase(kube, target, "etcd-operator.v0.5.0")
         ),
         120,
         "the CSV to install",
@@ -290,14 +290,14 @@ def test_subscription_installs_the_etcd_operator(
     assert csv_phase in ("Installing", "Succeeded")
     # What OLM wrote is kept whole (no field pruned by the CRDs' schemas).
     sub = kube.get(f"{OPERATORS}/v1alpha1/namespaces/{target}/subscriptions/{PACKAGE}")
-    assert sub["status"]["currentCSV"] == "etcd-operator.v0.4.0"
+    assert sub["status"]["currentCSV"] == "etcd-operator.v0.5.0"
     assert sub["status"]["installPlanRef"]["kind"] == "InstallPlan"
     assert sub["status"]["catalogHealth"][0]["catalogSourceRef"]["name"] == catalog_source
     steps = plan["status"]["plan"]
     assert steps and all(step["resource"]["sourceName"] == catalog_source for step in steps)
     assert all(step["resource"]["manifest"] for step in steps)
     csv = kube.get(
-        f"{OPERATORS}/v1alpha1/namespaces/{target}/clusterserviceversions/etcd-operator.v0.4.0"
+        f"{OPERATORS}/v1alpha1/namespaces/{target}/clusterserviceversions/etcd-operator.v0.5.0"
     )
     kinds = {requirement["kind"] for requirement in csv["status"]["requirementStatus"]}
     assert {"CustomResourceDefinition", "ServiceAccount"} <= kinds

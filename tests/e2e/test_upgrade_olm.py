@@ -31,7 +31,7 @@ from tests.e2e.helpers import Cluster, wait_for
 
 engine = olm_engines.engine
 catalog_address = real.catalog_address
-HEAD = "etcd-operator.v0.4.0"
+HEAD = "etcd-operator.v0.5.0"
 ETCD_GROUP = "etcd.olmtool.dev"
 
 
@@ -134,11 +134,12 @@ def test_test_upgrade_all_unpacks_bundle_images_and_writes_junit(
         "etcd-operator.v0.1.0",
         "etcd-operator.v0.2.0",
         "etcd-operator.v0.3.0",
+        "etcd-operator.v0.4.0",
     ]
-    assert [r["reached"] for r in report["runs"]] == [HEAD] * 3
+    assert [r["reached"] for r in report["runs"]] == [HEAD] * 4
     assert all(r["matchesPlan"] for r in report["runs"])
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("3", "0")
+    assert suite is not None and (suite.get("tests"), suite.get("failures")) == ("4", "0")
     for case in suite.findall("testcase"):
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         assert properties["hop.1"] == f"{case.get('name')} -> {HEAD}"

@@ -159,7 +159,7 @@ def test_tags_one_layout_each(project: tuple[Path, Path]) -> None:
 
 def test_bundle_tags_of_the_etcd_bundles() -> None:
     tags = bundle_tags(ROOT / "bundle" / "etcd-operator", "localhost:5000/olmtool/etcd-operator")
-    assert tags == ["0.1.0", "0.2.0", "0.3.0", "0.4.0"]
+    assert tags == ["0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0"]
     assert bundle_tags(ROOT / "bundle" / "etcd-operator", "localhost:5000/other") == []
 
 

@@ -54,7 +54,7 @@ def test_build_push_pull_and_run_the_etcd_operator_image(
     result = image_build(config=config, bundle_tags=True, push=True, registry=registry.address)
     assert [saved.reference for saved in result.tags] == [
         f"{registry.address}/olmtool/etcd-operator:{tag}"
-        for tag in ("0.1.0", "0.2.0", "0.3.0", "0.4.0")
+        for tag in ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0")
     ]
     pulled = pull(f"{registry.address}/olmtool/etcd-operator:0.3.0")
     assert pulled.digest == result.digest
@@ -65,7 +65,7 @@ def test_build_push_pull_and_run_the_etcd_operator_image(
     settings = pulled.config_json["config"]
     assert settings["Entrypoint"] == ["python3", "-m", "etcd_operator"]
     assert "PYTHONPATH=/app/site-packages:/app" in settings["Env"]
-    assert settings["Labels"]["org.opencontainers.image.version"] == "0.4.0"
+    assert settings["Labels"]["org.opencontainers.image.version"] == "0.5.0"
     files = pulled.files()
     assert "app/site-packages/kopf/__init__.py" in files
     assert "app/etcd_operator/__init__.py" in files
@@ -83,7 +83,7 @@ def test_build_push_pull_and_run_the_etcd_operator_image(
         return uploaded
 
     monkeypatch.setattr(RegistryClient, "upload_blob", recording)
-    again = image_build(config=config, tags=["0.4.0"], push=True, registry=registry.address)
+    again = image_build(config=config, tags=["0.5.0"], push=True, registry=registry.address)
     assert again.layers[0].digest == result.layers[0].digest
     config_digest = pull(again.tags[0].reference).manifest_json["config"]["digest"]
     assert sorted(sent) == sorted([again.layers[1].digest, config_digest])

@@ -419,10 +419,11 @@ def test_as_dict_is_plain_data() -> None:
 @pytest.mark.parametrize(
     ("installed", "expected"),
     [
-        ("0.1.0", "etcd-operator.v0.4.0"),
-        ("0.2.0", "etcd-operator.v0.4.0"),
-        ("0.3.0", "etcd-operator.v0.4.0"),
-        ("0.4.0", None),
+        ("0.1.0", "etcd-operator.v0.5.0"),
+        ("0.2.0", "etcd-operator.v0.5.0"),
+        ("0.3.0", "etcd-operator.v0.5.0"),
+        ("0.4.0", "etcd-operator.v0.5.0"),
+        ("0.5.0", None),
     ],
 )
 def test_repository_catalog_upgrades(installed: str, expected: str | None) -> None:

@@ -41,10 +41,11 @@ def test_the_repository_catalog_passes() -> None:
     plan = json.loads(result.output)
     paths = {p["bundle"]: p["hops"] for p in plan["paths"]}
     assert paths == {
-        "etcd-operator.v0.4.0": [],
-        "etcd-operator.v0.3.0": ["etcd-operator.v0.4.0"],
-        "etcd-operator.v0.2.0": ["etcd-operator.v0.4.0"],
-        "etcd-operator.v0.1.0": ["etcd-operator.v0.4.0"],
+        "etcd-operator.v0.5.0": [],
+        "etcd-operator.v0.4.0": ["etcd-operator.v0.5.0"],
+        "etcd-operator.v0.3.0": ["etcd-operator.v0.5.0"],
+        "etcd-operator.v0.2.0": ["etcd-operator.v0.5.0"],
+        "etcd-operator.v0.1.0": ["etcd-operator.v0.5.0"],
     }
 
 

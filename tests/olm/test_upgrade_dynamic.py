@@ -29,7 +29,7 @@ from olmtool.olm.upgrade_run import Hop, UpgradeRun
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = REPO / "catalog"
-V1, V2, V3, V4 = (f"etcd-operator.v0.{n}.0" for n in (1, 2, 3, 4))
+V1, V2, V3, V4, V5 = (f"etcd-operator.v0.{n}.0" for n in (1, 2, 3, 4, 5))
 runner = CliRunner()
 STATIC = ["test", "upgrade", "--catalog", str(CATALOG), "--package", "etcd-operator"]
 
@@ -59,7 +59,7 @@ def _failed(start: str, failure: str) -> UpgradeRun:
 
 def test_all_starts_from_every_bundle_but_the_head_oldest_first() -> None:
     plan = upgrade_test(CATALOG, "etcd-operator")
-    assert start_versions(plan, None, True) == [V1, V2, V3]
+    assert start_versions(plan, None, True) == [V1, V2, V3, V4]
 
 
 @pytest.mark.parametrize("start", ["0.2.0", V2])
@@ -70,7 +70,7 @@ def test_from_takes_a_version_or_a_csv_name(start: str) -> None:
 @pytest.mark.parametrize(
     ("start", "every", "words"),
     [
-        ("0.4.0", False, "is the channel head"),
+        ("0.5.0", False, "is the channel head"),
         ("9.9.9", False, "is not in channel stable of etcd-operator"),
         (None, False, "not both"),
         ("0.1.0", True, "not both"),
@@ -168,7 +168,7 @@ def test_bad_probes_name_the_flag(tmp_path: Path, spec: str) -> None:
 
 def test_junit_has_one_testcase_per_start_version_with_hop_timing(tmp_path: Path) -> None:
     report = _report(
-        _passed(V1, (V4, 9.25)),
+        _passed(V1, (V5, 9.25)),
         _failed(V2, "timed out after 300s waiting for an upgrade InstallPlan <from> & co"),
     )
     report.seconds = 80.0
@@ -178,17 +178,17 @@ def test_junit_has_one_testcase_per_start_version_with_hop_timing(tmp_path: Path
     (suite,) = root.findall("testsuite")
     assert suite.get("name") == "upgrade etcd-operator/stable"
     suite_properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
-    assert suite_properties["head"] == V4
+    assert suite_properties["head"] == V5
     first, second = suite.findall("testcase")
     assert (first.get("name"), first.get("classname")) == (V1, "etcd-operator.stable")
     assert float(first.get("time") or 0) == pytest.approx(31.5 + 9.25)
     properties = {p.get("name"): p.get("value") for p in first.find("properties") or []}
     assert properties["install.seconds"] == "31.50"
-    assert properties["hop.1"] == f"{V1} -> {V4}"
+    assert properties["hop.1"] == f"{V1} -> {V5}"
     assert properties["hop.1.seconds"] == "9.25"
-    assert properties["expected.hops"] == V4
+    assert properties["expected.hops"] == V5
     assert first.find("failure") is None
-    assert f"hop 1 {V1} -> {V4}: 9.2s" in (first.findtext("system-out") or "")
+    assert f"hop 1 {V1} -> {V5}: 9.2s" in (first.findtext("system-out") or "")
     failure = second.find("failure")
     assert failure is not None
     assert failure.get("message") == report.runs[1].failure  # escaped and read back whole
@@ -201,13 +201,13 @@ def test_junit_of_no_runs_is_still_valid() -> None:
 
 
 def test_the_report_compares_the_hops_with_the_static_plan() -> None:
-    report = _report(_passed(V1, (V3, 5.0), (V4, 6.0)), _passed(V2, (V4, 4.0)))
+    report = _report(_passed(V1, (V3, 5.0), (V5, 6.0)), _passed(V2, (V5, 4.0)))
     assert report.passed
     data = report.as_dict()
     first, second = data["runs"]  # type: ignore[misc]
-    assert (first["expectedHops"], first["matchesPlan"]) == ([V4], False)
-    assert (second["expectedHops"], second["matchesPlan"]) == ([V4], True)
-    assert json.loads(json.dumps(data))["plan"]["head"] == V4
+    assert (first["expectedHops"], first["matchesPlan"]) == ([V5], False)
+    assert (second["expectedHops"], second["matchesPlan"]) == ([V5], True)
+    assert json.loads(json.dumps(data))["plan"]["head"] == V5
 
 
 def _rendered(report: UpgradeReport, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -218,21 +218,21 @@ def _rendered(report: UpgradeReport, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_the_summary_shows_hops_seconds_and_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    report = _report(_passed(V1, (V4, 9.25)), _failed(V2, "probe check failed: 3 keys missing"))
+    report = _report(_passed(V1, (V5, 9.25)), _failed(V2, "probe check failed: 3 keys missing"))
     report.seconds = 75.0
     text = _rendered(report, monkeypatch)
     assert summary_table(report).row_count == 2
     # the table shows versions; the title and the lines below it whole CSV names
-    assert f"etcd-operator channel stable -> {V4}" in text
+    assert f"etcd-operator channel stable -> {V5}" in text
     v1_line = next(line for line in text.splitlines() if "0.1.0" in line and "passed" in line)
-    assert "31.5" in v1_line and "-> 0.4.0 9.2" in v1_line and "40.8" in v1_line
+    assert "31.5" in v1_line and "-> 0.5.0 9.2" in v1_line and "40.8" in v1_line
     assert f"failed {V2}: probe check failed: 3 keys missing" in text
-    assert "upgrades: failed (1/2 start versions reached etcd-operator.v0.4.0, 75.0 s)" in text
+    assert "upgrades: failed (1/2 start versions reached etcd-operator.v0.5.0, 75.0 s)" in text
 
 
 def test_a_hop_path_unlike_the_static_plan_is_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = _rendered(_report(_passed(V1, (V3, 5.0), (V4, 6.0))), monkeypatch)
-    assert "(static plan: 0.4.0)" in text
+    text = _rendered(_report(_passed(V1, (V3, 5.0), (V5, 6.0))), monkeypatch)
+    assert "(static plan: 0.5.0)" in text
 
 
 # -- the command -------------------------------------------------------------------------
@@ -251,7 +251,7 @@ def test_the_command_passes_its_options_and_fails_on_a_failed_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     seen: dict[str, Any] = {}
-    report = _report(_passed(V1, (V4, 9.0)), _failed(V2, "boom"))
+    report = _report(_passed(V1, (V5, 9.0)), _failed(V2, "boom"))
     monkeypatch.setattr("olmtool.actions.upgrade_test_dynamic", _fake_dynamic(report, seen))
     args = ["test", "upgrade", "--catalog", "127.0.0.1:1", "--package", "etcd-operator", "--all"]
     args += ["--probe", "operator:etcd_operator.probe:EtcdProbe", "--junit", str(tmp_path / "j")]
@@ -266,7 +266,7 @@ def test_the_command_passes_its_options_and_fails_on_a_failed_run(
 
 def test_the_command_exits_0_when_every_run_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
-    report = _report(_passed(V2, (V4, 9.0)))
+    report = _report(_passed(V2, (V5, 9.0)))
     monkeypatch.setattr("olmtool.actions.upgrade_test_dynamic", _fake_dynamic(report, seen))
     result = runner.invoke(
         app,
@@ -292,7 +292,8 @@ def test_static_output_is_unchanged_without_from_or_all() -> None:
     )
     assert result.exit_code == 0, result.output
     assert "upgrade paths: passed" in result.output
-    assert f"reaches-head  {V1}: {V4}" in result.output
+    assert f"reaches-head  {V1}: {V5}" in result.output
+    assert f"reaches-head  {V4}: {V5}" in result.output  # replaced by the head
 
 
 # -- cleaning up -------------------------------------------------------------------------

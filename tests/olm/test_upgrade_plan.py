@@ -25,16 +25,17 @@ def kinds(plan: UpgradePlan) -> list[tuple[str, str]]:
 
 def test_repository_catalog_plan() -> None:
     plan = upgrade_plan(REPO / "catalog", "etcd-operator")
-    assert (plan.channel, plan.head) == ("stable", "etcd-operator.v0.4.0")
+    assert (plan.channel, plan.head) == ("stable", "etcd-operator.v0.5.0")
     assert hops(plan) == {
-        "0.4.0": ("at-head", []),
-        "0.3.0": ("reaches-head", ["0.4.0"]),  # replaced by the head
-        "0.2.0": ("reaches-head", ["0.4.0"]),
-        "0.1.0": ("reaches-head", ["0.4.0"]),  # the skipRange, one hop
+        "0.5.0": ("at-head", []),
+        "0.4.0": ("reaches-head", ["0.5.0"]),  # replaced by the head
+        "0.3.0": ("reaches-head", ["0.5.0"]),
+        "0.2.0": ("reaches-head", ["0.5.0"]),
+        "0.1.0": ("reaches-head", ["0.5.0"]),  # the skipRange, one hop
     }
     assert plan.problems == [] and plan.passed
     data = plan.as_dict()
-    assert data["paths"][3]["ends_at"] == "etcd-operator.v0.4.0" and data["passed"] is True
+    assert data["paths"][4]["ends_at"] == "etcd-operator.v0.5.0" and data["passed"] is True
 
 
 def test_replaces_chain_is_one_hop_at_a_time() -> None:
