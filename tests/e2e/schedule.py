@@ -25,7 +25,7 @@ MINUTES = {
     "test_olm_hostile.py": 3.0,
     "test_cli_resilience.py": 2.0,
     "test_real_node.py": 2.0,
-    "test_nodes.py": 1.6,
+    "test_nodes.py": 5.0,
     "test_cluster_lifecycle.py": 1.5,
     "test_real_olm.py": 1.5,
     "test_resolver_vs_olm.py": 1.2,

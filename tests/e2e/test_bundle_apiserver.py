@@ -1,6 +1,6 @@
 """The etcd operator's bundles against a real kube-apiserver: every manifest and the
 objects OLM derives from the CSV are accepted, and the CRD upgrades 0.1.0 -> 0.2.0 ->
-0.3.0 -> 0.4.0 the way OLM applies them keep existing EtcdClusters readable."""
+0.3.0 -> 0.4.0 -> 0.5.0 the way OLM applies them keep existing EtcdClusters readable."""
 
 from __future__ import annotations
 
@@ -105,6 +105,7 @@ def test_crd_upgrades_keep_existing_clusters(api: client.ApiClient) -> None:
     assert stored_versions == [
         ["v1alpha1"],
         ["v1alpha1"],
+        ["v1alpha1", "v1beta1"],
         ["v1alpha1", "v1beta1"],
         ["v1alpha1", "v1beta1"],
     ]

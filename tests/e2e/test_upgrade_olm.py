@@ -103,7 +103,7 @@ def test_test_upgrade_all_unpacks_bundle_images_and_writes_junit(
     if engine.name == "real":
         real.push_peer_images(ready.registry)
     pushed = real.push_bundle_images(ready.registry)
-    assert len(pushed) == 4
+    assert len(pushed) == 5
     catalog = real._image_catalog(tmp_path / "catalog" / "etcd-operator")
     junit = tmp_path / "upgrade.xml"
     args = ["test", "upgrade", "--catalog", str(catalog.parent), "--package", "etcd-operator"]
