@@ -83,6 +83,7 @@ def test_defaults_are_applied_and_versions_convert(
         "storageSize": "1Gi",
         "backupStorageSize": "1Gi",
         "finalSnapshot": True,
+        "nodeLossTimeoutSeconds": 300,
     }
     as_alpha = client.CustomObjectsApi(api).get_namespaced_custom_object(
         GROUP, "v1alpha1", "default", "etcdclusters", "defaults"
