@@ -105,7 +105,7 @@ __all__ = lazy_package(
             "upgrade_test",
             "upgrade_test_dynamic",
         ),
-        "olmtool.cluster.lifecycle": ("ClusterStatus",),
+        "olmtool.cluster.clusterstatus": ("ClusterStatus",),
         "olmtool.images": ("ImageTarget",),
     },
 )

@@ -28,16 +28,18 @@ __all__ = lazy_package(
             "DEFAULT_NAME",
             "DEFAULT_REGISTRY_PORT",
         ),
+        "olmtool.cluster.clusterstatus": (
+            "ClusterStatus",
+            "status",
+        ),
         "olmtool.cluster.lifecycle": (
             "Cluster",
             "ClusterError",
-            "ClusterStatus",
             "down",
             "load_image",
             "node_ready",
             "read_cluster",
             "require_cluster",
-            "status",
             "up",
         ),
         "olmtool.cluster.network": (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import lifecycle
+from olmtool.cluster import clusterstatus, lifecycle
 from olmtool.cluster.olmcrds import CRDS, Api, established
 from olmtool.olm.crdfiles import olm_crds
 from tests.catalog.test_cli_validate import cli
@@ -47,7 +47,7 @@ def test_up_installs_olm_crds_established(kube_assets: Path, tmp_path: Path) -> 
         served = api.request("GET", "/apis/operators.coreos.com/v1alpha1")
         kinds = {r["kind"] for r in served["resources"] if "/" not in r["name"]}
         assert kinds == {"CatalogSource", "ClusterServiceVersion", "InstallPlan", "Subscription"}
-        status = lifecycle.status("olm", root=tmp_path)
+        status = clusterstatus.status("olm", root=tmp_path)
         assert status.olm_crds == NAMES == status.as_dict()["olmCRDs"]
         # A Subscription is stored with every field, the initialisms included.
         path = "/apis/operators.coreos.com/v1alpha1/namespaces/default/subscriptions"

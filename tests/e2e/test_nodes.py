@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from olmtool.cluster import ClusterNetwork, lifecycle, node_start, node_stop
+from olmtool.cluster import ClusterNetwork, clusterstatus, lifecycle, node_start, node_stop
 from olmtool.kube import Kube
 from tests.e2e.helpers import Cluster, service_account_ready, wait_for
 from tests.e2e.test_real_node import BUSYBOX, PYTHON, kubectl, phase, pod, run_pod
@@ -67,7 +67,7 @@ def test_kubectl_get_nodes_shows_three_ready_nodes(three: lifecycle.Cluster) -> 
     wide = kubectl(three, "get", "nodes", "--no-headers")
     rows = [line.split() for line in wide.splitlines()]
     assert [(row[0], row[1]) for row in rows] == [(name, "Ready") for name in NODES]
-    status = lifecycle.status(three.name, root=root_of(three))
+    status = clusterstatus.status(three.name, root=root_of(three))
     assert status.nodes == dict.fromkeys(NODES, "Ready")
     assert all(status.components.values()) and len(status.components) == 4 + 1 + 3 * 3 + 2
 
@@ -195,7 +195,7 @@ def test_a_stopped_node_goes_not_ready_and_comes_back(three: lifecycle.Cluster, 
     assert not [p for p in cgroups.rglob("cgroup.procs") if p.read_text().strip()]
     # the node-lifecycle controller sees its Lease expire (40 s grace)
     wait_for(lambda: _condition(kube, NODES[2]) == "Unknown", 90, "node3 NotReady", interval=1)
-    assert lifecycle.status(three.name, root=root_of(three)).nodes[NODES[2]] == "stopped"
+    assert clusterstatus.status(three.name, root=root_of(three)).nodes[NODES[2]] == "stopped"
     # `up` keeps a stopped node stopped: only `node start` brings it back
     assert lifecycle.up(three.name, root=root_of(three), olm_crds=False).notes == []
     assert _condition(kube, NODES[0]) == "True"
