@@ -21,6 +21,8 @@ from etcd_operator.plan import Health, Member, name_from_peer_url
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT = 3.0
+# a defragmentation rewrites the whole database file (etcdctl allows it a minute too)
+DEFRAG_TIMEOUT = 120.0
 
 
 class EtcdUnavailable(Exception):
@@ -101,11 +103,67 @@ async def health(endpoint: str) -> Health | None:
             reply = await client.maintenancestub.Status(rpc.StatusRequest(), timeout=2.0)
     except Exception:
         return None
-    if reply.leader == 0 or list(reply.errors):
+    # an active alarm is listed among the errors ("memberID:... alarm:NOSPACE"): the
+    # member still serves reads and the operator's repairs, so it is not unhealthy
+    errors = [e for e in reply.errors if "alarm:" not in e]
+    if reply.leader == 0 or errors:
         return None
     return Health(
-        leader_id=int(reply.leader), raft_index=int(reply.raftIndex), version=reply.version
+        leader_id=int(reply.leader),
+        raft_index=int(reply.raftIndex),
+        version=reply.version,
+        db_size=int(reply.dbSize),
+        db_size_in_use=int(reply.dbSizeInUse),
     )
+
+
+async def alarms(endpoints: Sequence[str]) -> tuple[tuple[int, str], ...]:
+    """The active alarms, as (member id, alarm name) pairs, sorted."""
+
+    async def call(client: aetcd.Client) -> tuple[tuple[int, str], ...]:
+        request = rpc.AlarmRequest(action=rpc.AlarmRequest.GET, memberID=0, alarm=rpc.NONE)
+        reply = await client.maintenancestub.Alarm(request, timeout=CALL_TIMEOUT)
+        return tuple(sorted((int(a.memberID), rpc.AlarmType.Name(a.alarm)) for a in reply.alarms))
+
+    return await _first(endpoints, call)
+
+
+async def disarm(endpoints: Sequence[str], member_id: int) -> None:
+    """Deactivate the member's NOSPACE alarm."""
+
+    async def call(client: aetcd.Client) -> None:
+        request = rpc.AlarmRequest(
+            action=rpc.AlarmRequest.DEACTIVATE, memberID=member_id, alarm=rpc.NOSPACE
+        )
+        await client.maintenancestub.Alarm(request, timeout=CALL_TIMEOUT)
+
+    await _first(endpoints, call)
+
+
+async def compact(endpoints: Sequence[str]) -> int:
+    """Compact the key history up to the current revision (physically: the freed pages
+    are free when it returns); returns that revision. A revision compacted already is
+    not an error."""
+
+    async def call(client: aetcd.Client) -> int:
+        reply = await client.maintenancestub.Status(rpc.StatusRequest(), timeout=CALL_TIMEOUT)
+        revision = int(reply.header.revision)
+        try:
+            await client.kvstub.Compact(
+                rpc.CompactionRequest(revision=revision, physical=True), timeout=DEFRAG_TIMEOUT
+            )
+        except rpc.AioRpcError as exc:
+            if "compacted" not in (exc.details() or ""):
+                raise
+        return revision
+
+    return await _first(endpoints, call)
+
+
+async def defragment(endpoint: str) -> None:
+    """Defragment one member's database (it serves nothing meanwhile)."""
+    async with connect(endpoint, timeout=DEFRAG_TIMEOUT) as client:
+        await client.maintenancestub.Defragment(rpc.DefragmentRequest(), timeout=DEFRAG_TIMEOUT)
 
 
 async def add_learner(endpoints: Sequence[str], peer_url: str) -> Member:

@@ -24,8 +24,11 @@ FINAL_SNAPSHOT_TIMEOUT = 180.0
 
 _wakeups: dict[str, asyncio.Event] = {}
 # steps worth a Warning event on the EtcdCluster (kubectl describe), once each: a member
-# replaced because its data, its process or its node is gone
-WARNED_STEPS = {"ReplacingMember"}
+# replaced because its data, its process or its node is gone; a full database; a cluster
+# rebuilt from its newest backup
+WARNED_STEPS = {"ReplacingMember", "NoSpace", "RestoringFromBackup"}
+# steps worth a Normal event: maintenance done to a member
+NOTED_STEPS = {"Defragmenting"}
 
 
 def _wakeup(uid: str) -> asyncio.Event:
@@ -145,6 +148,14 @@ async def run_cluster(
                 logger.info(message)
                 if outcome.step.reason in WARNED_STEPS:
                     kopf.warn(body, reason=outcome.step.reason, message=outcome.step.message)
+                elif outcome.step.reason in NOTED_STEPS:
+                    # kopf.info obeys posting.level (WARNING: kopf's own chatter stays out)
+                    kopf.event(
+                        body,
+                        type="Normal",
+                        reason=outcome.step.reason,
+                        message=outcome.step.message,
+                    )
                 last_message = message
             interval = BUSY_INTERVAL if outcome.progressing else IDLE_INTERVAL
             await _sleep(wake, stopped, interval)

@@ -52,6 +52,12 @@ class Health:
     leader_id: int
     raft_index: int
     version: str
+    db_size: int = 0  # bytes the database file takes
+    db_size_in_use: int = 0  # bytes of it in use (the rest: free pages a defrag returns)
+
+    @property
+    def free(self) -> int:
+        return max(self.db_size - self.db_size_in_use, 0)
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class MemberPod:
     node: str | None = None  # where the Pod runs
     # seconds its node has not been Ready (None: Ready, not scheduled, or not known)
     node_lost_for: float | None = None
+    config: str = ""  # the digest of the settings it runs with ("": the defaults)
 
     @property
     def data_lost(self) -> bool:
@@ -90,6 +97,25 @@ class Observed:
     storage_refused: str | None = None
     # seconds a member's node may stay unreachable before it is replaced (0: never)
     node_loss_timeout: float = 0
+    # the digest of the settings the spec asks members to run with, None when the
+    # operator refuses them (the members keep what they run)
+    config: str | None = ""
+    # active alarms: (member id, "NOSPACE" or "CORRUPT")
+    alarms: tuple[tuple[int, str], ...] = ()
+    # the quota the database may grow to (bytes; 0: not known)
+    quota_bytes: int = 0
+    # a defragmentation asked for by annotation and not done yet
+    defrag_requested: bool = False
+    # defragment a member at least this much free (percent of its database; 0: never)
+    defrag_percent: int = 0
+    # the voting members the last pass saw (read when etcd does not answer a member list)
+    last_voters: tuple[str, ...] = ()
+    # spec.recovery.afterSeconds when spec.recovery.fromLatestBackup is on, else None
+    recovery_after: float | None = None
+    # seconds since a majority was found without its data (or node)
+    lost_for_good_for: float = 0.0
+    # the newest successful snapshot in the backups volume, None when there is none
+    snapshot: str | None = None
 
     @property
     def voters(self) -> list[Member]:
@@ -166,10 +192,33 @@ class Roll(Step):
 
 
 @dataclass(frozen=True)
+class Defragment(Step):
+    """Defragment one member's database (it pauses while its file is rewritten)."""
+
+    member: Member
+
+
+@dataclass(frozen=True)
+class RecoverSpace(Step):
+    """A NOSPACE alarm is active (writes are refused): compact the history, defragment
+    the member with the most to reclaim, and disarm once every database fits its quota."""
+
+
+@dataclass(frozen=True)
+class RebuildFromBackup(Step):
+    """Quorum cannot return: every member goes, and a new seed starts from the snapshot."""
+
+    member: str
+    snapshot: str
+
+
+@dataclass(frozen=True)
 class Wait(Step):
     """Nothing safe to do now; look again soon."""
 
     quorum_lost: bool = False
+    # a majority has lost its data (or node): quorum cannot return by itself
+    for_good: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,7 +253,8 @@ def name_from_peer_url(url: str) -> str:
 
 
 def next_name(observed: Observed) -> str:
-    taken = [ordinal(m.name) for m in observed.members or ()] + [ordinal(n) for n in observed.pods]
+    names = [m.name for m in observed.members or ()] + [*observed.pods, *observed.last_voters]
+    taken = [ordinal(n) for n in names]
     return member_name(observed.cluster, max(taken, default=-1) + 1)
 
 
@@ -216,6 +266,9 @@ def pod_of(observed: Observed, name: str) -> MemberPod:
 def next_step(observed: Observed, running_version: str) -> Step:
     """The one next step. ``running_version`` is the version new Pods of existing members
     get: the target when the upgrade is allowed, else what the members run."""
+    gone = _quorum_gone(observed)
+    if gone is not None:
+        return gone
     if observed.members is None:
         return _without_member_list(observed, running_version)
     for step in (
@@ -233,10 +286,15 @@ def next_step(observed: Observed, running_version: str) -> Step:
             "no membership change until quorum is back",
             quorum_lost=True,
         )
-    unhealthy = _first_unhealthy(observed)
-    if unhealthy is not None:
-        return unhealthy
-    for step in (_promote(observed), _resize(observed), _roll(observed)):
+    for step in (_recover_space(observed), _first_unhealthy(observed)):
+        if step is not None:
+            return step
+    for step in (
+        _promote(observed),
+        _resize(observed),
+        _roll(observed),
+        _defragment(observed),
+    ):
         if step is not None:
             return step
     voters = len(observed.voters)
@@ -247,6 +305,65 @@ def next_step(observed: Observed, running_version: str) -> Step:
             f"fixed: {observed.storage_refused}",
         )
     return Settled("Available", f"{voters} members healthy")
+
+
+def _gone(observed: Observed, name: str) -> bool:
+    """Whether a member cannot come back by itself: its data, or its node past the
+    timeout, is gone (a member whose Pod is down but whose data is there may return)."""
+    pod = pod_of(observed, name)
+    return pod.data_lost or node_gone(observed, pod)
+
+
+def _quorum_gone(observed: Observed) -> Step | None:
+    """When a majority of the voting members is gone for good, quorum cannot return by
+    itself: the cluster is rebuilt from the newest backup after spec.recovery.afterSeconds
+    when the spec allows it; else status says how to do it by hand."""
+    if observed.members is not None:
+        voters = [m.name for m in observed.voters]
+    else:
+        voters = list(observed.last_voters)
+    if not voters or not observed.bootstrapped:
+        return None
+    gone = sorted((n for n in voters if _gone(observed, n)), key=ordinal)
+    left = len(voters) - len(gone)
+    if left >= len(voters) // 2 + 1:
+        return None
+    what = (
+        f"{len(gone)} of {len(voters)} members lost their data or node ({', '.join(gone)}): "
+        "quorum cannot return by itself"
+    )
+    snapshot = observed.snapshot
+    if observed.recovery_after is not None:
+        if snapshot is None:
+            return Wait(
+                "QuorumLost",
+                f"{what}, and no backup of this cluster has succeeded to rebuild it from",
+                quorum_lost=True,
+                for_good=True,
+            )
+        wait = observed.recovery_after - observed.lost_for_good_for
+        if wait <= 0:
+            return RebuildFromBackup(
+                "RestoringFromBackup",
+                f"{what}: rebuilding the cluster from snapshot {snapshot} (spec.recovery)",
+                member=next_name(observed),
+                snapshot=snapshot,
+            )
+        return Wait(
+            "QuorumLost",
+            f"{what}: rebuilding from snapshot {snapshot} once that has lasted "
+            f"{observed.recovery_after:.0f}s (spec.recovery.afterSeconds)",
+            quorum_lost=True,
+            for_good=True,
+        )
+    by_hand = (
+        "to recover, set spec.recovery.fromLatestBackup: true, or create a new EtcdCluster "
+        f"with spec.restore: {{claimName: {observed.cluster}-backups, snapshot: "
+        f"{snapshot or '<a snapshot file in that volume>'}}}"
+    )
+    if left == 0:
+        return Failed("DataLost", f"{what}; {by_hand}")
+    return Wait("QuorumLost", f"{what}; {by_hand}", quorum_lost=True, for_good=True)
 
 
 def _without_member_list(observed: Observed, running_version: str) -> Step:
@@ -349,8 +466,9 @@ def _first_unhealthy(observed: Observed) -> Step | None:
         if member.learner and member.id not in observed.health:
             return Wait("AddingMember", f"learner {member.name} is starting")
         # a learner serves no linearizable reads, so its /health (the readiness probe)
-        # fails until it is promoted: its status answer is its health
-        if member.id not in observed.health or not (pod.ready or member.learner):
+        # fails until it is promoted, and an alarm fails every member's: its status answer
+        # is its health
+        if member.id not in observed.health or not (pod.ready or member.learner or observed.alarms):
             return Wait("MemberUnhealthy", f"waiting for member {member.name} to become healthy")
     return None
 
@@ -387,23 +505,84 @@ def _resize(observed: Observed) -> Step | None:
 
 
 def _roll(observed: Observed) -> Step | None:
-    if observed.upgrade_refused:
-        return None
+    """One member whose Pod runs another version or other settings than the spec asks
+    for is restarted (the next pass starts it again with both): followers first."""
     target = str(observed.version)
     leader = observed.leader_id
-    stale = [
-        m
+
+    def stale(pod: MemberPod) -> tuple[bool, bool]:
+        version = not observed.upgrade_refused and pod.version != target
+        config = observed.config is not None and pod.config != observed.config
+        return version, config
+
+    rolling = [
+        (m, *stale(pod))
         for m in observed.members or ()
-        if (pod := observed.pods.get(m.name)) is not None and pod.version != target
+        if (pod := observed.pods.get(m.name)) is not None and any(stale(pod))
     ]
-    if not stale:
+    if not rolling:
         return None
-    stale.sort(key=lambda m: (m.id == leader, ordinal(m.name)))
-    member = stale[0]
+    rolling.sort(key=lambda r: (r[0].id == leader, ordinal(r[0].name)))
+    member, version, _ = rolling[0]
     role = "leader" if member.id == leader else "follower"
+    if version:
+        return Roll(
+            "Upgrading",
+            f"rolling {role} {member.name} to etcd {target}",
+            member=member.name,
+            version=target,
+        )
     return Roll(
-        "Upgrading",
-        f"rolling {role} {member.name} to etcd {target}",
+        "Reconfiguring",
+        f"restarting {role} {member.name} with the new spec.options",
         member=member.name,
-        version=target,
+        version=pod_of(observed, member.name).version or target,
     )
+
+
+# -- maintenance -------------------------------------------------------------------------
+
+MiB = 1024 * 1024
+# what a member must have free before a defragmentation is worth its pause: on request,
+# and automatically (besides spec.maintenance.defragmentAbovePercent)
+REQUESTED_MIN_FREE = 1 * MiB
+AUTO_MIN_FREE = 64 * MiB
+
+
+def mib(size: int) -> str:
+    return f"{size / MiB:.1f} MiB"
+
+
+def _recover_space(observed: Observed) -> Step | None:
+    ids = sorted({member_id for member_id, alarm in observed.alarms if alarm == "NOSPACE"})
+    if not ids:
+        return None
+    names = [m.name for m in observed.members or () if m.id in ids] or [f"{i:x}" for i in ids]
+    quota = f" ({mib(observed.quota_bytes)})" if observed.quota_bytes else ""
+    return RecoverSpace(
+        "NoSpace",
+        f"NOSPACE alarm on {', '.join(names)}: the database reached its quota{quota} and "
+        "writes are refused; compacting, defragmenting one member at a time, then disarming",
+    )
+
+
+def _defragment(observed: Observed) -> Step | None:
+    """One member to defragment, followers first: every member with something to reclaim
+    when asked by annotation, else a member whose free pages are above the threshold."""
+    if observed.defrag_requested:
+        percent, minimum = 0, REQUESTED_MIN_FREE
+    elif observed.defrag_percent:
+        percent, minimum = observed.defrag_percent, AUTO_MIN_FREE
+    else:
+        return None
+    leader = observed.leader_id
+    for member in sorted(observed.voters, key=lambda m: (m.id == leader, ordinal(m.name))):
+        health = observed.health.get(member.id)
+        if health is None or health.free < minimum or health.free * 100 < percent * health.db_size:
+            continue
+        return Defragment(
+            "Defragmenting",
+            f"defragmenting member {member.name}: {mib(health.free)} of {mib(health.db_size)} free",
+            member=member,
+        )
+    return None

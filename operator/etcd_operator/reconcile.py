@@ -12,7 +12,14 @@ from typing import Any
 
 from etcd_operator import etcd, plan, resources, status, validation
 from etcd_operator.kube import ApiError, Invalid, Kube
-from etcd_operator.resources import BACKUP_REQUEST, MEMBER_LABEL, VERSION_LABEL, ClusterRef
+from etcd_operator.resources import (
+    BACKUP_REQUEST,
+    CONFIG_ANNOTATION,
+    DEFRAG_REQUEST,
+    MEMBER_LABEL,
+    VERSION_LABEL,
+    ClusterRef,
+)
 from etcd_operator.versions import VersionRefused, check_change, parse
 
 log = logging.getLogger(__name__)
@@ -22,6 +29,10 @@ CRASH_LOOP_RESTARTS = 3
 # spec.nodeLossTimeoutSeconds's default (the CRD's too; a cluster made under an older CRD
 # has none)
 DEFAULT_NODE_LOSS_TIMEOUT = 300
+# spec.maintenance.defragmentAbovePercent's default
+DEFAULT_DEFRAG_PERCENT = 50
+# spec.recovery.afterSeconds's default
+DEFAULT_RECOVERY_AFTER = 300
 
 
 @dataclass
@@ -74,6 +85,7 @@ def _pod_state(
         claim_deleting=bool(((claim or {}).get("metadata") or {}).get("deletionTimestamp")),
         node=node,
         node_lost_for=(lost or {}).get(node) if node else None,
+        config=(meta.get("annotations") or {}).get(CONFIG_ANNOTATION, ""),
     )
 
 
@@ -135,9 +147,11 @@ async def observe(
     spec: Mapping[str, Any],
     old: Mapping[str, Any],
     problems: tuple[str, ...] = (),
+    annotations: Mapping[str, str] | None = None,
+    created: str = "",
 ) -> World:
     """``problems``: what the pass found wrong with the spec so far (the version check
-    adds its own, first)."""
+    adds its own, first); ``old``: the status the last pass wrote."""
     selector = ref.label_selector()
     pods_list, claims_list = await asyncio.gather(
         kube.list("v1", "Pod", ref.namespace, selector),
@@ -166,6 +180,7 @@ async def observe(
         *(etcd.health(endpoints[m.name]) if m.name in endpoints else _none() for m in members or ())
     )
     health = {m.id: h for m, h in zip(members or (), healths, strict=True) if h is not None}
+    alarms = await _alarms(list(endpoints.values())) if members else ()
     versions = sorted({s.version for s in states.values() if s.pod and s.version}, key=parse)
     current = versions[0] if versions else None
     target = str(spec.get("version") or "3.5.1")
@@ -176,6 +191,9 @@ async def observe(
         wanted = parse(current) if current else None
         running, invalid = current or target, f"spec.version {target}: {exc}"
     found = [invalid] if invalid else []
+    # the snapshot a rebuild would start from, looked for only when members are missing
+    degraded = members is None or len(health) < len(members)
+    snapshot = await newest_snapshot(kube, ref, created) if degraded else None
     observed = plan.Observed(
         cluster=ref.name,
         replicas=int(spec.get("replicas") or 3),
@@ -187,12 +205,66 @@ async def observe(
         upgrade_refused=invalid,
         storage_refused=validation.size_problem(spec, "storageSize"),
         node_loss_timeout=float(spec.get("nodeLossTimeoutSeconds", DEFAULT_NODE_LOSS_TIMEOUT)),
+        config=None if validation.options_problem(spec) else resources.config_digest(options(spec)),
+        alarms=alarms,
+        quota_bytes=quota_bytes(spec),
+        defrag_requested=defrag_request(annotations or {}, old) is not None,
+        defrag_percent=int(
+            (spec.get("maintenance") or {}).get("defragmentAbovePercent", DEFAULT_DEFRAG_PERCENT)
+        ),
+        last_voters=tuple(str(m["name"]) for m in old.get("members") or () if not m.get("learner")),
+        recovery_after=recovery_after(spec),
+        lost_for_good_for=_seconds_since(old.get("quorumLostForGoodSince")),
+        snapshot=snapshot,
     )
     return World(observed, pods, endpoints, running, [*found, *problems])
 
 
 async def _none() -> None:
     return None
+
+
+async def _alarms(endpoints: list[str]) -> tuple[tuple[int, str], ...]:
+    try:
+        return await etcd.alarms(endpoints)
+    except etcd.EtcdUnavailable as exc:
+        log.info("no member answered the alarm list: %s", exc)
+        return ()
+
+
+def recovery_after(spec: Mapping[str, Any]) -> float | None:
+    recovery = spec.get("recovery") or {}
+    if not recovery.get("fromLatestBackup"):
+        return None
+    return float(recovery.get("afterSeconds", DEFAULT_RECOVERY_AFTER))
+
+
+def _seconds_since(text: object) -> float:
+    since = _timestamp(text) if text else None
+    return (datetime.now(UTC) - since).total_seconds() if since else 0.0
+
+
+def quota_bytes(spec: Mapping[str, Any]) -> int:
+    """The database quota the members run with (0: not known, the size is refused)."""
+    quota = (options(spec) or {}).get("quotaBackendBytes")
+    if quota:
+        return int(quota)
+    if validation.size_problem(spec, "storageSize"):
+        return 0
+    return resources.default_quota(validation.size_bytes(validation.size(spec, "storageSize")))
+
+
+def defrag_request(annotations: Mapping[str, str], old: Mapping[str, Any]) -> str | None:
+    """The defragment-request annotation's value when no defragmentation answered it yet."""
+    request = annotations.get(DEFRAG_REQUEST)
+    done = (old.get("lastDefragmentation") or {}).get("request")
+    return request if request and request != done else None
+
+
+def options(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``spec.options`` when the operator accepts them; else None: a member started
+    meanwhile gets the defaults rather than settings etcd would refuse."""
+    return None if validation.options_problem(spec) else spec.get("options")
 
 
 # -- acting ------------------------------------------------------------------------------
@@ -223,6 +295,7 @@ async def _start_member(
         resources=spec.get("resources"),
         restore=restore,
         placement=spec.get("placement"),
+        options=options(spec),
     )
     await kube.create(resources.member_pod(ref, member_spec))
 
@@ -275,7 +348,59 @@ async def act(
         case plan.Roll(member=member):
             # the next pass starts the member again at the target version (StartPod)
             await kube.delete("v1", "Pod", ref.namespace, member)
+        case plan.Defragment(member=member):
+            return await _defragment(world, step, member)
+        case plan.RecoverSpace():
+            return await _recover_space(world, step)
+        case plan.RebuildFromBackup(member=member, snapshot=snapshot):
+            for name, pod in observed.pods.items():
+                await _delete_member_objects(kube, ref, name, pod)
+            restore = {"claimName": ref.backup_claim, "snapshot": snapshot}
+            await _start_member(
+                kube, ref, spec, world, member, world.running_version, "new", [member], restore
+            )
     return step
+
+
+async def _defragment(world: World, step: plan.Step, member: plan.Member) -> plan.Step:
+    endpoint = world.endpoints[member.name]
+    before = world.observed.health.get(member.id)
+    await etcd.defragment(endpoint)
+    after = await etcd.health(endpoint)
+    if before is None or after is None:
+        return step
+    message = f"defragmented member {member.name}: {plan.mib(before.db_size)} -> " + plan.mib(
+        after.db_size
+    )
+    return plan.Defragment(step.reason, message, member=member)
+
+
+async def _recover_space(world: World, step: plan.Step) -> plan.Step:
+    """One pass of NOSPACE recovery: compact, then defragment one member with something
+    to reclaim; when none has, disarm if every database fits the quota again."""
+    endpoints = world.endpoints
+    await etcd.compact(list(endpoints.values()))
+    members = [m for m in world.observed.voters if m.name in endpoints]
+    sizes = {m.name: await etcd.health(endpoints[m.name]) for m in members}
+    leader = world.observed.leader_id
+    for member in sorted(members, key=lambda m: (m.id == leader, plan.ordinal(m.name))):
+        health = sizes[member.name]
+        if health is not None and health.free >= plan.REQUESTED_MIN_FREE:
+            return await _defragment(world, step, member)
+    largest = max((h.db_size for h in sizes.values() if h), default=0)
+    quota = world.observed.quota_bytes
+    if quota and largest >= quota:
+        return plan.Wait(
+            "NoSpace",
+            f"the database ({plan.mib(largest)}) still fills its quota ({plan.mib(quota)}) "
+            "after compaction and defragmentation: delete keys, or raise "
+            "spec.options.quotaBackendBytes (and storageSize)",
+        )
+    for member_id in sorted({i for i, alarm in world.observed.alarms if alarm == "NOSPACE"}):
+        await etcd.disarm(list(endpoints.values()), member_id)
+    return plan.RecoverSpace(
+        step.reason, f"disarmed the NOSPACE alarm: the largest database is {plan.mib(largest)}"
+    )
 
 
 # -- owned objects -----------------------------------------------------------------------
@@ -356,23 +481,45 @@ async def request_backup(
     return []
 
 
-async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
+async def _backup_jobs(kube: Kube, ref: ClusterRef) -> list[JSON]:
+    """The backup Jobs, newest first (none when the RBAC of an older release denies)."""
     selector = ref.label_selector("backup")
     try:
         jobs = await kube.list("batch/v1", "Job", ref.namespace, selector)
     except ApiError as exc:
         if exc.code != 403:
             raise
-        return None
+        return []
+    return sorted(
+        jobs,
+        key=lambda j: (j["metadata"].get("creationTimestamp") or "", j["metadata"]["name"]),
+        reverse=True,
+    )
+
+
+def _snapshot_file(job: Mapping[str, Any]) -> str:
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    return str(args[-1]).rsplit("/", 1)[-1].replace("$(JOB_NAME)", job["metadata"]["name"])
+
+
+async def newest_snapshot(kube: Kube, ref: ClusterRef, created: str) -> str | None:
+    """The snapshot of the newest backup Job that succeeded since the EtcdCluster was
+    created (``created``; the backups volume outlives a deleted cluster of the same name,
+    whose final snapshot is not this cluster's data)."""
+    for job in await _backup_jobs(kube, ref):
+        made = job["metadata"].get("creationTimestamp") or ""
+        if (job.get("status") or {}).get("succeeded") and made >= created:
+            return _snapshot_file(job)
+    return None
+
+
+async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
+    jobs = await _backup_jobs(kube, ref)
     if not jobs:
         return None
-    job = max(
-        jobs, key=lambda j: (j["metadata"].get("creationTimestamp") or "", j["metadata"]["name"])
-    )
+    job = jobs[0]
     job_status = job.get("status") or {}
-    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    snapshot = args[-1].rsplit("/", 1)[-1].replace("$(JOB_NAME)", job["metadata"]["name"])
-    backup: JSON = {"job": job["metadata"]["name"], "snapshot": snapshot}
+    backup: JSON = {"job": job["metadata"]["name"], "snapshot": _snapshot_file(job)}
     if job_status.get("succeeded"):
         backup["succeeded"] = True
     elif _job_failed(job_status):
@@ -397,7 +544,8 @@ async def reconcile(kube: Kube, ref: ClusterRef, body: Mapping[str, Any]) -> Pas
     problems += await ensure_shared(kube, ref, spec)
     annotations = (body.get("metadata") or {}).get("annotations") or {}
     problems += await request_backup(kube, ref, spec, annotations)
-    world = await observe(kube, ref, spec, old, tuple(problems))
+    created = str((body.get("metadata") or {}).get("creationTimestamp") or "")
+    world = await observe(kube, ref, spec, old, tuple(problems), annotations, created)
     if world.invalid and not world.observed.bootstrapped:
         # nothing is created from a spec the operator refuses
         step: plan.Step = plan.Failed("InvalidSpec", world.invalid)
@@ -425,7 +573,9 @@ def build_status(
     )
     was_creating = status.creating(old)
     stale = [dict(m, healthy=False, isLeader=False) for m in old.get("members") or []]
-    members = status.members(observed, ref) or stale
+    # after a rebuild the old members are no more: the next passes wait for the new seed
+    rebuilt = isinstance(step, plan.RebuildFromBackup)
+    members = [] if rebuilt else status.members(observed, ref) or stale
     started = bool(members)
     new: JSON = {
         "phase": status.phase(step, world.invalid, old.get("phase"), started),
@@ -440,4 +590,16 @@ def build_status(
     }
     if backup:
         new["lastBackup"] = backup
+    if isinstance(step, plan.Wait) and step.for_good:
+        new["quorumLostForGoodSince"] = old.get("quorumLostForGoodSince") or status.now()
+    if isinstance(step, plan.RebuildFromBackup):
+        new["lastRecovery"] = {"snapshot": step.snapshot, "time": status.now()}
+    elif old.get("lastRecovery"):
+        new["lastRecovery"] = old["lastRecovery"]
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    request = defrag_request(annotations, old)
+    if request and isinstance(step, plan.Settled):
+        new["lastDefragmentation"] = {"request": request, "completionTime": status.now()}
+    elif old.get("lastDefragmentation"):
+        new["lastDefragmentation"] = old["lastDefragmentation"]
     return new

@@ -10,6 +10,8 @@ would fight every one of those decisions.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +26,19 @@ MEMBER_LABEL = f"{GROUP}/member"
 VERSION_LABEL = f"{GROUP}/version"
 HOSTNAME = "kubernetes.io/hostname"  # the node label members spread over
 BACKUP_REQUEST = f"{GROUP}/backup-request"
+DEFRAG_REQUEST = f"{GROUP}/defragment-request"
 STATE_ANNOTATION = f"{GROUP}/initial-cluster-state"
+# a digest of the member settings a Pod was made with (spec.options); none: the defaults
+CONFIG_ANNOTATION = f"{GROUP}/config"
+# spec.options -> the etcd environment variable each one sets (etcd's flags of those names)
+OPTION_VARIABLES = {
+    "quotaBackendBytes": "ETCD_QUOTA_BACKEND_BYTES",
+    "autoCompactionMode": "ETCD_AUTO_COMPACTION_MODE",
+    "autoCompactionRetention": "ETCD_AUTO_COMPACTION_RETENTION",
+    "snapshotCount": "ETCD_SNAPSHOT_COUNT",
+    "heartbeatIntervalMs": "ETCD_HEARTBEAT_INTERVAL",
+    "electionTimeoutMs": "ETCD_ELECTION_TIMEOUT",
+}
 
 
 @dataclass(frozen=True)
@@ -162,9 +176,14 @@ def metrics_service(ref: ClusterRef) -> JSON:
     }
 
 
+def default_quota(storage_bytes: int) -> int:
+    """The database quota without spec.options.quotaBackendBytes: 95% of the volume."""
+    return max(storage_bytes * 95 // 100, 16 * 1024 * 1024)
+
+
 def bootstrap_config(ref: ClusterRef, storage_bytes: int) -> JSON:
     """Settings shared by every member (etcd reads ``ETCD_*`` variables)."""
-    quota = max(storage_bytes * 95 // 100, 16 * 1024 * 1024)
+    quota = default_quota(storage_bytes)
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -219,12 +238,33 @@ class MemberSpec:
     resources: Mapping[str, Any] | None = None
     restore: Mapping[str, str] | None = None  # {"claimName", "snapshot"} for the seed
     placement: Mapping[str, Any] | None = None  # spec.placement
+    options: Mapping[str, Any] | None = None  # spec.options (checked)
+
+
+def option_variables(options: Mapping[str, Any] | None) -> list[JSON]:
+    """``spec.options`` as the member container's environment, sorted. A container's
+    ``env`` wins over the shared ConfigMap's (``envFrom``) for the same name; flags are not
+    used: etcd 3.5 refuses a flag that an ``ETCD_*`` variable also sets."""
+    chosen = {OPTION_VARIABLES[k]: v for k, v in (options or {}).items() if k in OPTION_VARIABLES}
+    return [{"name": k, "value": str(v)} for k, v in sorted(chosen.items()) if v is not None]
+
+
+def config_digest(options: Mapping[str, Any] | None) -> str:
+    """What a member Pod runs with beyond its version, as a short digest; empty for the
+    defaults, so Pods of releases that had no options compare equal to them."""
+    variables = option_variables(options)
+    if not variables:
+        return ""
+    text = json.dumps(variables, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
     meta = _with_member(ref.meta(spec.name), spec.name)
     meta["labels"][VERSION_LABEL] = spec.version
     meta["annotations"] = {STATE_ANNOTATION: spec.state}
+    if digest := config_digest(spec.options):
+        meta["annotations"][CONFIG_ANNOTATION] = digest
     peers = ",".join(f"{name}={ref.peer_url(name)}" for name in spec.initial_cluster)
     container: JSON = {
         "name": "etcd",
@@ -240,7 +280,10 @@ def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
             f"--initial-cluster={peers}",
             f"--initial-cluster-state={spec.state}",
         ],
-        "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "env": [
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            *option_variables(spec.options),
+        ],
         "envFrom": [{"configMapRef": {"name": ref.bootstrap_config}}],
         "ports": [
             {"name": "client", "containerPort": CLIENT_PORT, "protocol": "TCP"},

@@ -17,6 +17,7 @@ _PHASES = {
     "ScalingDown": "Scaling",
     "AddingMember": "Scaling",
     "Upgrading": "Upgrading",
+    "Reconfiguring": "Upgrading",  # a rolling restart, as an upgrade is
     "Available": "Running",
 }
 
@@ -36,7 +37,15 @@ def creating(old: Mapping[str, Any]) -> bool:
     return _creating(old.get("phase"), bool(old.get("members")))
 
 
-_DEGRADED = ("ReplacingMember", "Recovering", "MemberUnhealthy", "Unreachable", "RemovingLeftovers")
+_DEGRADED = (
+    "ReplacingMember",
+    "Recovering",
+    "MemberUnhealthy",
+    "Unreachable",
+    "RemovingLeftovers",
+    "NoSpace",
+    "RestoringFromBackup",
+)
 # Steps after which the operator does nothing until something changes.
 _STUCK = (plan.Failed, plan.Blocked)
 

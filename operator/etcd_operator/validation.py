@@ -93,7 +93,37 @@ def size(spec: Mapping[str, Any], field: str) -> str:
     return DEFAULT_SIZE if value is None else str(value)
 
 
+# etcd's own defaults for the raft timing (its --heartbeat-interval, --election-timeout)
+DEFAULT_HEARTBEAT_MS, DEFAULT_ELECTION_MS = 100, 1000
+
+
+def options_problem(spec: Mapping[str, Any]) -> str | None:
+    """What etcd itself would refuse at start in ``spec.options`` that the CRD's bounds
+    cannot say (Kubernetes 1.20 has no rules across fields), or None. A refused set of
+    options is not rolled out: the members keep what they run."""
+    options = spec.get("options") or {}
+    if not isinstance(options, Mapping):
+        return "spec.options: not an object"
+    heartbeat = options.get("heartbeatIntervalMs") or DEFAULT_HEARTBEAT_MS
+    election = options.get("electionTimeoutMs") or DEFAULT_ELECTION_MS
+    if election < 5 * heartbeat:
+        return (
+            f"spec.options: electionTimeoutMs {election} must be at least 5 times "
+            f"heartbeatIntervalMs {heartbeat} ({5 * heartbeat})"
+        )
+    retention = str(options.get("autoCompactionRetention") or "")
+    if options.get("autoCompactionMode") == "revision" and retention and not retention.isdigit():
+        return (
+            f'spec.options: autoCompactionRetention "{retention}" must be a number of '
+            "revisions in revision mode"
+        )
+    return None
+
+
 def spec_problems(spec: Mapping[str, Any]) -> list[str]:
     """What the operator refuses in ``spec`` (the version is checked on its own, against the
     version the members run: :func:`etcd_operator.versions.check_change`)."""
-    return [p for field in SIZE_FIELDS if (p := size_problem(spec, field))]
+    problems = [p for field in SIZE_FIELDS if (p := size_problem(spec, field))]
+    if options := options_problem(spec):
+        problems.append(options)
+    return problems

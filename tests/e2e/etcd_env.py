@@ -308,3 +308,70 @@ class Writer(threading.Thread):
 
 def in_ci() -> bool:
     return bool(os.environ.get("CI"))
+
+
+def member_endpoints(kube: Kube, namespace: str, name: str) -> dict[str, str]:
+    """Each running member's own client endpoint (Pod IP), by member name."""
+    pods = kube.get(
+        f"/api/v1/namespaces/{namespace}/pods",
+        labelSelector=f"app.kubernetes.io/instance={name},app.kubernetes.io/component=member",
+    )["items"]
+    return {
+        p["metadata"]["name"]: f"{p['status']['podIP']}:2379"
+        for p in pods
+        if (p.get("status") or {}).get("podIP") and not p["metadata"].get("deletionTimestamp")
+    }
+
+
+def db_size(endpoint: str) -> int:
+    """The member's database file size in bytes (its Status answer)."""
+
+    from aetcd import rpc
+
+    async def run() -> int:
+        async with _client(endpoint) as client:
+            await client.connect()
+            reply = await client.maintenancestub.Status(rpc.StatusRequest(), timeout=3)
+            return int(reply.dbSize)
+
+    return asyncio.run(run())
+
+
+def fill_history(endpoint: str, key: str, mib: int) -> int:
+    """Overwrite ``key`` with 1 MiB values ``mib`` times (history, not live data) until etcd
+    refuses; returns how many puts it acknowledged."""
+
+    async def run() -> int:
+        value = os.urandom(512 * 1024).hex().encode()
+        async with _client(endpoint) as client:
+            for n in range(mib):
+                try:
+                    await client.put(key.encode(), value)
+                except Exception:
+                    return n
+        return mib
+
+    return asyncio.run(run())
+
+
+def compact(endpoint: str) -> None:
+    """Compact the key history to the current revision, as a user (or auto-compaction) would."""
+
+    from aetcd import rpc
+
+    async def run() -> None:
+        async with _client(endpoint) as client:
+            await client.connect()
+            reply = await client.maintenancestub.Status(rpc.StatusRequest(), timeout=3)
+            await client.compact(reply.header.revision, physical=True)
+
+    asyncio.run(run())
+
+
+def events(kube: Kube, namespace: str, name: str) -> list[JSON]:
+    """The events of an EtcdCluster, oldest first."""
+    found = kube.get(
+        f"/api/v1/namespaces/{namespace}/events",
+        fieldSelector=f"involvedObject.name={name},involvedObject.kind=EtcdCluster",
+    )["items"]
+    return sorted(found, key=lambda e: e.get("lastTimestamp") or e["metadata"]["creationTimestamp"])

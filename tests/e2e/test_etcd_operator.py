@@ -9,6 +9,7 @@ test; each test makes its own EtcdCluster there.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import signal
@@ -32,6 +33,7 @@ from tests.e2e.etcd_env import (
     member_pid,
     patch_spec,
     put_keys,
+    running,
     wait_running,
 )
 from tests.e2e.helpers import Cluster, service_account_ready, wait_for
@@ -428,3 +430,189 @@ def test_chaos_acknowledged_writes_survive(env: Env) -> None:
     )
     assert kills >= 3
     assert not lost
+
+
+# -- options and maintenance (issue 29) ---------------------------------------------------
+
+
+def _member_pods(env: Env, name: str) -> list[dict]:
+    pods = env.kube.get(
+        f"/api/v1/namespaces/{env.watched}/pods",
+        labelSelector=f"app.kubernetes.io/instance={name},app.kubernetes.io/component=member",
+    )["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready_since(pod: dict) -> str:
+    ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
+    return str(ready["lastTransitionTime"])
+
+
+def test_options_roll_one_member_at_a_time_and_out_of_range_is_refused(env: Env) -> None:
+    with pytest.raises(Exception, match=r"spec.options.electionTimeoutMs"):
+        create_cluster(env.kube, env.watched, _name(), options={"electionTimeoutMs": 10})
+    name = _name()
+    create_cluster(env.kube, env.watched, name, replicas=3)
+    wait_running(env.kube, env.watched, name, 3)
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in _member_pods(env, name)}
+    writer = Writer(client_endpoint(env.kube, env.watched, name), f"{name}/w")
+    writer.start()
+    try:
+        options = {"snapshotCount": 5000, "heartbeatIntervalMs": 150, "electionTimeoutMs": 1500}
+        patch_spec(env.kube, env.watched, name, options=options)
+
+        def rolled() -> bool:
+            pods = _member_pods(env, name)
+            return (
+                len(pods) == 3
+                and all(p["metadata"]["uid"] != before.get(p["metadata"]["name"]) for p in pods)
+                and running(env.kube, env.watched, name, 3)
+            )
+
+        started = time.monotonic()
+        wait_for(rolled, 300, f"{name}: every member restarted with the options")
+        print(f"options rolled over 3 members in {time.monotonic() - started:.1f}s")
+    finally:
+        writer.stop()
+    pods = sorted(_member_pods(env, name), key=lambda p: p["metadata"]["creationTimestamp"])
+    for pod in pods:
+        env_vars = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+        assert env_vars["ETCD_SNAPSHOT_COUNT"] == "5000"
+        assert env_vars["ETCD_ELECTION_TIMEOUT"] == "1500"
+    # one at a time: each member's new Pod was made after the one before it was Ready
+    for earlier, later in itertools.pairwise(pods):
+        assert later["metadata"]["creationTimestamp"] >= _ready_since(earlier), (
+            f"{later['metadata']['name']} restarted before {earlier['metadata']['name']} "
+            "was Ready again"
+        )
+    found = get_prefix(client_endpoint(env.kube, env.watched, name), f"{name}/w/")
+    assert set(writer.acked) <= set(found), "an acknowledged write was lost"
+
+
+def test_defragmentation_goes_member_by_member_and_shrinks_the_databases(env: Env) -> None:
+    name = _name()
+    create_cluster(
+        env.kube, env.watched, name, replicas=3, storageSize="256Mi",
+        maintenance={"defragmentAbovePercent": 0},
+    )  # fmt: skip
+    wait_running(env.kube, env.watched, name, 3)
+    endpoint = client_endpoint(env.kube, env.watched, name)
+    assert etcd_env.fill_history(endpoint, f"{name}/big", 24) == 24
+    etcd_env.compact(endpoint)
+    members = etcd_env.member_endpoints(env.kube, env.watched, name)
+    before = {m: etcd_env.db_size(e) for m, e in members.items()}
+    env.kube.patch(
+        f"{etcd_env.CLUSTERS}/namespaces/{env.watched}/etcdclusters/{name}",
+        {"metadata": {"annotations": {"etcd.olmtool.dev/defragment-request": "1"}}},
+    )
+    started = time.monotonic()
+    wait_for(
+        lambda: (
+            (get_cluster(env.kube, env.watched, name).get("status") or {})
+            .get("lastDefragmentation", {})
+            .get("request")
+            == "1"
+        ),
+        120,
+        "the defragmentation request answered",
+    )
+    seconds = time.monotonic() - started
+    after = {m: etcd_env.db_size(e) for m, e in members.items()}
+    mib = 1024 * 1024
+    print(
+        f"defragmented 3 members in {seconds:.1f}s: "
+        + ", ".join(
+            f"{m} {before[m] / mib:.1f} -> {after[m] / mib:.1f} MiB" for m in sorted(before)
+        )
+    )
+    for member in members:
+        assert after[member] < before[member] / 2, (member, before[member], after[member])
+    defragmented = [
+        e["message"] for e in etcd_env.events(env.kube, env.watched, name)
+        if e["reason"] == "Defragmenting"
+    ]  # fmt: skip
+    assert sorted(m.split(":")[0].split()[-1] for m in defragmented) == sorted(members)
+    assert running(env.kube, env.watched, name, 3)
+
+
+def test_a_full_database_is_reported_and_recovered_after_compaction(env: Env) -> None:
+    name = _name()
+    create_cluster(
+        env.kube, env.watched, name, replicas=1, storageSize="128Mi",
+        options={"quotaBackendBytes": 16 * 1024 * 1024},
+        maintenance={"defragmentAbovePercent": 0},
+    )  # fmt: skip
+    wait_running(env.kube, env.watched, name, 1)
+    (member,) = etcd_env.member_endpoints(env.kube, env.watched, name).values()
+    # overwrites of one key: history a compaction frees, past the 16 MiB quota
+    acked = etcd_env.fill_history(member, f"{name}/big", 40)
+    assert acked < 40, "etcd never refused a write past its quota"
+
+    def warned() -> bool:
+        return any(
+            e["reason"] == "NoSpace" and e["type"] == "Warning"
+            for e in etcd_env.events(env.kube, env.watched, name)
+        )
+
+    wait_for(warned, 60, "a NoSpace warning event")
+    wait_running(env.kube, env.watched, name, 1, timeout=120)
+    put_keys(member, {f"{name}/after": "ok"})  # writes are accepted again
+    assert get_prefix(member, f"{name}/after") == {f"{name}/after": "ok"}
+    assert etcd_env.db_size(member) < 16 * 1024 * 1024
+
+
+def test_a_majority_without_data_is_rebuilt_from_the_newest_backup_when_allowed(env: Env) -> None:
+    name = _name()
+    create_cluster(env.kube, env.watched, name, replicas=3, backupSchedule="0 3 * * *")
+    wait_running(env.kube, env.watched, name, 3)
+    endpoint = client_endpoint(env.kube, env.watched, name)
+    before = {f"{name}/before/{i}": str(i) for i in range(20)}
+    put_keys(endpoint, before)
+    path = f"{etcd_env.CLUSTERS}/namespaces/{env.watched}/etcdclusters/{name}"
+    env.kube.patch(path, {"metadata": {"annotations": {"etcd.olmtool.dev/backup-request": "dr"}}})
+    wait_for(
+        lambda: (
+            (get_cluster(env.kube, env.watched, name)["status"].get("lastBackup") or {}).get(
+                "succeeded"
+            )
+            is True
+        ),
+        90,
+        "on-demand backup",
+    )
+    snapshot = get_cluster(env.kube, env.watched, name)["status"]["lastBackup"]["snapshot"]
+    put_keys(endpoint, {f"{name}/after/x": "written after the snapshot"})
+    for victim in (f"{name}-1", f"{name}-2"):  # a majority loses its data
+        env.kube.delete(f"/api/v1/namespaces/{env.watched}/pods/{victim}")
+        env.kube.delete(f"/api/v1/namespaces/{env.watched}/persistentvolumeclaims/{victim}-data")
+
+    def says_how_to_recover() -> bool:
+        degraded = condition(get_cluster(env.kube, env.watched, name), "Degraded")
+        return degraded.get("status") == "True" and "set spec.recovery.fromLatestBackup" in str(
+            degraded.get("message")
+        )
+
+    wait_for(says_how_to_recover, 120, "Degraded, with how to recover by hand")
+    degraded = condition(get_cluster(env.kube, env.watched, name), "Degraded")
+    assert f"snapshot: {snapshot}" in degraded["message"], degraded["message"]
+    time.sleep(5)  # still nothing rebuilt without spec.recovery
+    assert "lastRecovery" not in get_cluster(env.kube, env.watched, name)["status"]
+    assert get_cluster(env.kube, env.watched, name)["status"]["phase"] == "Degraded"
+
+    patch_spec(env.kube, env.watched, name, recovery={"fromLatestBackup": True, "afterSeconds": 5})
+    started = time.monotonic()
+    wait_for(
+        lambda: (
+            (get_cluster(env.kube, env.watched, name)["status"].get("lastRecovery") or {}).get(
+                "snapshot"
+            )
+            == snapshot
+        ),
+        90,
+        "a rebuild from the snapshot",
+    )
+    wait_running(env.kube, env.watched, name, 3, timeout=240)
+    print(f"rebuilt from {snapshot} to 3 members in {time.monotonic() - started:.1f}s")
+    assert get_prefix(endpoint, f"{name}/before/") == before
+    warned = [e for e in etcd_env.events(env.kube, env.watched, name) if e["type"] == "Warning"]
+    assert any(e["reason"] == "RestoringFromBackup" for e in warned), warned

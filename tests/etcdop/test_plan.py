@@ -257,3 +257,164 @@ def test_no_replacement_for_a_lost_node_that_would_lose_quorum() -> None:
     got = step(_on_lost_node(75.0, healthy=[0]))  # another member is down too
     assert isinstance(got, plan.Wait) and got.quorum_lost
     assert "removing it would lose quorum" in got.message
+
+
+# -- spec.options: a rolling restart ------------------------------------------------------
+
+
+def test_new_options_restart_followers_first_one_at_a_time() -> None:
+    members = [member(i) for i in range(3)]
+    first = step(observed(members, [pod(i) for i in range(3)], leader=0, config="abc"))
+    assert isinstance(first, plan.Roll) and first.member == "c-1"
+    assert first.reason == "Reconfiguring" and "spec.options" in first.message
+    # the restarted member is back but not ready yet: nothing else restarts
+    pods = [pod(0), pod(1, config="abc", ready=False), pod(2)]
+    assert isinstance(step(observed(members, pods, leader=0, config="abc")), plan.Wait)
+    pods = [pod(0), pod(1, config="abc"), pod(2, config="abc")]
+    last = step(observed(members, pods, leader=0, config="abc"))
+    assert isinstance(last, plan.Roll) and last.member == "c-0" and "leader" in last.message
+    done = [pod(i, config="abc") for i in range(3)]
+    assert isinstance(step(observed(members, done, config="abc")), plan.Settled)
+
+
+def test_pods_of_older_releases_run_the_default_settings() -> None:
+    # no config annotation and no spec.options: nothing restarts across an operator upgrade
+    members = [member(i) for i in range(3)]
+    assert isinstance(step(observed(members, [pod(i) for i in range(3)])), plan.Settled)
+
+
+def test_refused_options_restart_nothing() -> None:
+    members = [member(i) for i in range(3)]
+    assert isinstance(
+        step(observed(members, [pod(i) for i in range(3)], config=None)), plan.Settled
+    )
+
+
+def test_a_member_stale_in_version_and_options_restarts_once_as_an_upgrade() -> None:
+    members = [member(i) for i in range(3)]
+    pods = [pod(i, version="3.4.23") for i in range(3)]
+    got = step(observed(members, pods, leader=0, config="abc"))
+    assert isinstance(got, plan.Roll) and got.reason == "Upgrading" and got.member == "c-1"
+
+
+# -- maintenance ---------------------------------------------------------------------------
+
+MiB = plan.MiB
+
+
+def sized(members: list[Member], sizes: dict[int, tuple[int, int]], **kwargs: object) -> Observed:
+    """Every member healthy, member i's database (size, in use) in MiB from ``sizes``."""
+    obs = observed(members, [pod(m.id - 100) for m in members], **kwargs)
+    health = {
+        m.id: Health(
+            leader_id=obs.health[m.id].leader_id,
+            raft_index=10,
+            version=V,
+            db_size=sizes.get(m.id - 100, (1, 1))[0] * MiB,
+            db_size_in_use=sizes.get(m.id - 100, (1, 1))[1] * MiB,
+        )
+        for m in members
+    }
+    return Observed(**{**obs.__dict__, "health": health})
+
+
+def test_a_requested_defragmentation_goes_one_member_at_a_time_followers_first() -> None:
+    members = [member(i) for i in range(3)]
+    sizes = {0: (40, 4), 1: (40, 4), 2: (40, 4)}
+    got = step(sized(members, sizes, leader=0, defrag_requested=True))
+    assert isinstance(got, plan.Defragment) and got.member.name == "c-1"
+    assert "36.0 MiB of 40.0 MiB free" in got.message
+    sizes = {0: (40, 4), 1: (4, 4), 2: (4, 4)}
+    got = step(sized(members, sizes, leader=0, defrag_requested=True))
+    assert isinstance(got, plan.Defragment) and got.member.name == "c-0"
+    # nothing left worth a pause: the request is answered
+    done = {i: (4, 4) for i in range(3)}
+    assert isinstance(step(sized(members, done, defrag_requested=True)), plan.Settled)
+
+
+def test_automatic_defragmentation_needs_the_percent_and_64_mib_free() -> None:
+    members = [member(i) for i in range(3)]
+    assert isinstance(step(sized(members, {1: (40, 4)}, defrag_percent=50)), plan.Settled)
+    assert isinstance(step(sized(members, {1: (200, 120)}, defrag_percent=50)), plan.Settled)
+    got = step(sized(members, {1: (200, 80)}, defrag_percent=50))
+    assert isinstance(got, plan.Defragment) and got.member.name == "c-1"
+    assert isinstance(step(sized(members, {1: (200, 80)}, defrag_percent=0)), plan.Settled)
+
+
+def test_a_nospace_alarm_is_recovered_even_though_no_member_is_ready() -> None:
+    members = [member(i) for i in range(3)]
+    pods = [pod(i, ready=False) for i in range(3)]  # /health fails while the alarm is on
+    obs = observed(members, pods, alarms=((101, "NOSPACE"),), quota_bytes=64 * MiB)
+    got = step(obs)
+    assert isinstance(got, plan.RecoverSpace) and got.reason == "NoSpace"
+    assert "NOSPACE alarm on c-1" in got.message and "64.0 MiB" in got.message
+
+
+def test_a_nospace_alarm_without_quorum_waits_for_quorum() -> None:
+    members = [member(i) for i in range(3)]
+    obs = observed(members, [pod(i) for i in range(3)], healthy=[0], alarms=((100, "NOSPACE"),))
+    got = step(obs)
+    assert isinstance(got, plan.Wait) and got.quorum_lost
+
+
+# -- disaster recovery ---------------------------------------------------------------------
+
+
+def _majority_gone(**kwargs: object) -> Observed:
+    """c-1 and c-2 lost their volumes; c-0 runs alone; etcd answers no member list."""
+    return observed(
+        None,
+        [pod(0), pod(1, pod=False, claim=False), pod(2, pod=False, claim=False)],
+        last_voters=("c-0", "c-1", "c-2"),
+        **kwargs,
+    )
+
+
+def test_a_majority_without_data_without_recovery_says_how_to_recover_by_hand() -> None:
+    got = step(_majority_gone(snapshot="c-backup-1.db"))
+    assert isinstance(got, plan.Wait) and got.quorum_lost and got.for_good
+    assert "2 of 3 members lost their data or node (c-1, c-2)" in got.message
+    assert "spec.recovery.fromLatestBackup: true" in got.message
+    assert "snapshot: c-backup-1.db" in got.message
+
+
+def test_the_rebuild_waits_after_seconds_then_starts_a_new_seed_from_the_snapshot() -> None:
+    waiting = step(_majority_gone(snapshot="s.db", recovery_after=60, lost_for_good_for=20))
+    assert isinstance(waiting, plan.Wait) and "once that has lasted 60s" in waiting.message
+    got = step(_majority_gone(snapshot="s.db", recovery_after=60, lost_for_good_for=61))
+    assert isinstance(got, plan.RebuildFromBackup) and got.snapshot == "s.db"
+    assert got.member == "c-3"  # a new name: no peer mistakes it for an old member
+
+
+def test_no_rebuild_without_a_snapshot() -> None:
+    got = step(_majority_gone(recovery_after=0))
+    assert isinstance(got, plan.Wait) and "no backup of this cluster" in got.message
+
+
+def test_no_rebuild_while_the_members_keep_their_data() -> None:
+    # two members down but with their volumes: they may come back, quorum with them
+    obs = observed(
+        None,
+        [pod(0), pod(1, pod=False), pod(2, pod=False)],
+        last_voters=("c-0", "c-1", "c-2"),
+        recovery_after=0,
+        snapshot="s.db",
+    )
+    assert not isinstance(step(obs), plan.RebuildFromBackup | plan.Failed)
+    # one member gone for good of three: replaced, not rebuilt
+    members = [member(i) for i in range(3)]
+    obs = observed(members, [pod(0), pod(1), pod(2, claim=False)], recovery_after=0, snapshot="s")
+    assert isinstance(step(obs), plan.RemoveMember)
+
+
+def test_a_majority_on_lost_nodes_counts_as_gone() -> None:
+    lost = {"node_lost_for": 600.0}
+    obs = observed(
+        None,
+        [pod(0), pod(1, **lost), pod(2, **lost)],
+        last_voters=("c-0", "c-1", "c-2"),
+        node_loss_timeout=300,
+        recovery_after=0,
+        snapshot="s.db",
+    )
+    assert isinstance(step(obs), plan.RebuildFromBackup)

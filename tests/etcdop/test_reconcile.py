@@ -250,3 +250,91 @@ def test_a_member_on_a_lost_node_is_deleted_at_once_its_volume_after() -> None:
         ("Pod", "ex-1", None),
         ("PersistentVolumeClaim", "ex-1-data", None),
     ]
+
+
+def test_the_seed_runs_with_spec_options_and_says_so_in_its_config_annotation() -> None:
+    kube = FakeKube()
+    outcome = run(kube, cluster({"options": {"snapshotCount": 5000}}))
+    assert isinstance(outcome.step, plan.Bootstrap)
+    pod = kube.objects[("Pod", "ex-0")]
+    assert {"name": "ETCD_SNAPSHOT_COUNT", "value": "5000"} in pod["spec"]["containers"][0]["env"]
+    state = reconcile._pod_state("ex-0", pod, None)
+    assert (
+        state.config and state.config == pod["metadata"]["annotations"]["etcd.olmtool.dev/config"]
+    )
+
+
+def test_options_etcd_would_refuse_create_nothing() -> None:
+    kube = FakeKube()
+    options = {"heartbeatIntervalMs": 200, "electionTimeoutMs": 600}
+    outcome = run(kube, cluster({"options": options}))
+    assert isinstance(outcome.step, plan.Failed) and outcome.step.reason == "InvalidSpec"
+    assert "at least 5 times heartbeatIntervalMs 200" in outcome.problems[0]
+    assert "Pod" not in kube.kinds()
+
+
+def test_a_defragment_request_is_pending_until_a_pass_settles_with_it() -> None:
+    annotations = {"etcd.olmtool.dev/defragment-request": "1"}
+    assert reconcile.defrag_request(annotations, {}) == "1"
+    done = {"lastDefragmentation": {"request": "1", "completionTime": "2026-11-28T00:00:00Z"}}
+    assert reconcile.defrag_request(annotations, done) is None
+    assert reconcile.defrag_request({}, {}) is None
+
+
+def test_the_quota_is_the_option_or_95_percent_of_the_volume() -> None:
+    assert reconcile.quota_bytes({"options": {"quotaBackendBytes": 33554432}}) == 33554432
+    assert reconcile.quota_bytes({"storageSize": "1Gi"}) == 1073741824 * 95 // 100
+    assert reconcile.quota_bytes({"storageSize": "-1"}) == 0
+
+
+def _backup_job(name: str, created: str, succeeded: bool) -> JSON:
+    return {
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "creationTimestamp": created,
+            "labels": REF.labels("backup"),
+        },
+        "spec": {"template": {"spec": {"containers": [{"args": [f"/backups/{name}.db"]}]}}},
+        "status": {"succeeded": 1} if succeeded else {},
+    }
+
+
+def test_the_newest_snapshot_is_this_clusters_newest_successful_one() -> None:
+    kube = FakeKube()
+    for job in (
+        _backup_job("ex-final", "2026-11-01T00:00:00Z", True),  # a deleted namesake's
+        _backup_job("ex-backup-a", "2026-11-28T10:00:00Z", True),
+        _backup_job("ex-backup-b", "2026-11-28T11:00:00Z", False),
+    ):
+        kube.objects[("Job", job["metadata"]["name"])] = job
+    newest = reconcile.newest_snapshot(kube, REF, "2026-11-28T09:00:00Z")  # type: ignore[arg-type]
+    assert asyncio.run(newest) == "ex-backup-a.db"
+    too_early = reconcile.newest_snapshot(kube, REF, "2026-11-28T10:30:00Z")  # type: ignore[arg-type]
+    assert asyncio.run(too_early) is None
+
+
+def test_a_rebuild_deletes_every_member_and_restores_a_new_seed() -> None:
+    kube = FakeKube()
+    members = [{"name": f"ex-{i}", "id": str(i), "learner": False} for i in range(3)]
+    old = {
+        "phase": "Degraded",
+        "members": members,
+        "quorumLostForGoodSince": "2026-01-01T00:00:00Z",
+    }
+    kube.objects[("Job", "ex-backup-a")] = _backup_job("ex-backup-a", "2026-11-28T10:00:00Z", True)
+    body = cluster({"recovery": {"fromLatestBackup": True, "afterSeconds": 0}}, old)
+    body["metadata"]["creationTimestamp"] = "2026-11-28T09:00:00Z"
+    survivor = {
+        "kind": "Pod",
+        "metadata": {"name": "ex-0", "labels": {**REF.labels(), "etcd.olmtool.dev/member": "ex-0"}},
+    }
+    kube.objects[("Pod", "ex-0")] = survivor
+    outcome = run(kube, body)
+    assert isinstance(outcome.step, plan.RebuildFromBackup)
+    assert ("Pod", "ex-0", None) in kube.deleted
+    seed = kube.objects[("Pod", "ex-3")]
+    assert seed["spec"]["initContainers"][0]["args"][2] == "/backups/ex-backup-a.db"
+    assert outcome.status["lastRecovery"]["snapshot"] == "ex-backup-a.db"
+    assert outcome.status["members"] == [] and "quorumLostForGoodSince" not in outcome.status
+    assert outcome.status["phase"] == "Degraded"

@@ -124,3 +124,24 @@ def test_placement_reaches_the_member_pod_and_members_stay_on_a_lost_node() -> N
         REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new", placement={"affinity": own})
     )
     assert pod["spec"]["affinity"] == own  # theirs replaces the default spreading
+
+
+def test_options_become_the_member_environment_and_a_config_digest() -> None:
+    options = {"snapshotCount": 5000, "heartbeatIntervalMs": 50, "electionTimeoutMs": 500}
+    pod = resources.member_pod(REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new", options=options))
+    env = pod["spec"]["containers"][0]["env"]
+    assert env[1:] == [
+        {"name": "ETCD_ELECTION_TIMEOUT", "value": "500"},
+        {"name": "ETCD_HEARTBEAT_INTERVAL", "value": "50"},
+        {"name": "ETCD_SNAPSHOT_COUNT", "value": "5000"},
+    ]
+    digest = pod["metadata"]["annotations"][resources.CONFIG_ANNOTATION]
+    assert digest == resources.config_digest(dict(reversed(options.items())))
+    assert digest != resources.config_digest({**options, "snapshotCount": 5001})
+
+
+def test_no_options_is_the_empty_digest_of_older_releases_pods() -> None:
+    pod = resources.member_pod(REF, MemberSpec("ex-0", "3.5.1", ["ex-0"], "new"))
+    assert resources.CONFIG_ANNOTATION not in pod["metadata"]["annotations"]
+    assert resources.config_digest({}) == resources.config_digest(None) == ""
+    assert resources.config_digest({"snapshotCount": None}) == ""

@@ -94,3 +94,23 @@ def test_the_crd_pattern_admits_what_the_operator_accepts() -> None:
         assert not pattern.match(value), value
         with pytest.raises(QuantityRefused):
             size_bytes(value)
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({}, None),
+        ({"heartbeatIntervalMs": 100, "electionTimeoutMs": 500}, None),
+        ({"heartbeatIntervalMs": 100, "electionTimeoutMs": 499}, "at least 5 times"),
+        ({"heartbeatIntervalMs": 300}, "electionTimeoutMs 1000 must be at least 5 times"),
+        ({"autoCompactionMode": "revision", "autoCompactionRetention": "1000"}, None),
+        ({"autoCompactionMode": "revision", "autoCompactionRetention": "1h"}, "revisions"),
+        ({"autoCompactionRetention": "1h"}, None),
+    ],
+)
+def test_options_etcd_would_refuse_at_start(options: dict, problem: str | None) -> None:
+    found = spec_problems({"options": options})
+    if problem is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and problem in found[0] and found[0].startswith("spec.options")

@@ -62,6 +62,65 @@ class Placement(Schema):
     """PriorityClass of the member Pods."""
 
 
+MiB = 1024 * 1024
+
+
+class EtcdOptions(Schema):
+    """etcd settings every member runs with (etcd's flags of the same names). Changing them
+    on a running cluster restarts the members one at a time, followers first, each with its
+    data, once the previous one is healthy again. Unset fields keep the operator's defaults
+    (in brackets)."""
+
+    quota_backend_bytes: Annotated[int, Field(ge=16 * MiB, le=8 * 1024 * MiB)] | None = None
+    """Size at which the database raises the NOSPACE alarm and refuses writes, in bytes
+    (16Mi to 8Gi; [95% of storageSize])."""
+    auto_compaction_mode: Literal["periodic", "revision"] | None = None
+    """Compact the key history by age ("periodic") or by revision count ("revision")
+    [periodic]."""
+    auto_compaction_retention: (
+        Annotated[
+            str,
+            Field(
+                max_length=32,
+                pattern=r"^([0-9]+|([0-9]+(\.[0-9]+)?(ms|s|m|h))+)$",
+            ),
+        ]
+        | None
+    ) = None
+    """History to keep: a duration ("30m", "1h"; a bare number is hours) in periodic mode,
+    a number of revisions in revision mode [1h]."""
+    snapshot_count: Annotated[int, Field(ge=1000, le=10_000_000)] | None = None
+    """Committed transactions between two raft snapshots to disk (1000 to 10000000;
+    [10000])."""
+    heartbeat_interval_ms: Annotated[int, Field(ge=10, le=5000)] | None = None
+    """Milliseconds between the leader's heartbeats (10 to 5000; [100])."""
+    election_timeout_ms: Annotated[int, Field(ge=50, le=50000)] | None = None
+    """Milliseconds a follower waits for a heartbeat before it calls an election (50 to
+    50000, at least 5 heartbeat intervals; [1000])."""
+
+
+class Maintenance(Schema):
+    """Database upkeep the operator does, one member at a time."""
+
+    defragment_above_percent: Annotated[int, Field(ge=0, le=90)] = 50
+    """Defragment a member when at least this percent of its database file is free pages
+    (and at least 64Mi), one member at a time, followers first; 0: only on request (a new
+    value of the annotation etcd.olmtool.dev/defragment-request defragments every member
+    with 1Mi or more free)."""
+
+
+class Recovery(Schema):
+    """Disaster recovery: what the operator does when quorum cannot come back by itself."""
+
+    from_latest_backup: bool = False
+    """Rebuild the cluster from the newest successful snapshot in the backups volume (taken
+    since the EtcdCluster was created) when a majority of the members has lost its data,
+    or its node past nodeLossTimeoutSeconds. Keys written after that snapshot are lost.
+    Never while enough members keep their data for quorum to return."""
+    after_seconds: Annotated[int, Field(ge=0, le=86400)] = 300
+    """How long quorum must have been lost that way before the rebuild starts."""
+
+
 class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
     """EtcdClusterSpec is the desired state of an etcd cluster."""
 
@@ -81,6 +140,13 @@ class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
     member is removed and a new one replaces it on another node, when the others keep
     quorum; 0: never. The member's volume is local to its node, so the new member
     starts empty and catches up from the others."""
+    options: EtcdOptions | None = None
+    """etcd settings (quota, compaction, snapshots, raft timing), rolled out one member
+    at a time."""
+    maintenance: Maintenance | None = None
+    """Defragmentation (automatic above a threshold, and on request)."""
+    recovery: Recovery | None = None
+    """Disaster recovery from the newest backup when quorum is lost for good (opt-in)."""
 
 
 class EtcdMember(v1alpha1.EtcdMember):
@@ -105,6 +171,24 @@ class BackupStatus(Schema):
     """Whether the Job succeeded (unset while it runs)."""
 
 
+class DefragmentationStatus(Schema):
+    """The most recent defragmentation asked for by annotation."""
+
+    request: str
+    """The annotation's value it answered."""
+    completion_time: str
+    """When every member had been defragmented (RFC 3339)."""
+
+
+class RecoveryStatus(Schema):
+    """The most recent rebuild from a backup."""
+
+    snapshot: str
+    """File name of the snapshot the cluster was rebuilt from."""
+    time: str
+    """When the rebuild started (RFC 3339)."""
+
+
 class EtcdClusterStatus(v1alpha1.EtcdClusterStatus):
     """EtcdClusterStatus is the observed state of an etcd cluster."""
 
@@ -114,3 +198,10 @@ class EtcdClusterStatus(v1alpha1.EtcdClusterStatus):
     """etcd version the operator is rolling the members to."""
     last_backup: BackupStatus | None = None
     """The most recent scheduled, on-demand or final backup."""
+    last_defragmentation: DefragmentationStatus | None = None
+    """The most recent defragmentation asked for by annotation."""
+    quorum_lost_for_good_since: str | None = None
+    """Since when a majority of the members has been without its data (or node): quorum
+    cannot return by itself (RFC 3339; the start of spec.recovery.afterSeconds)."""
+    last_recovery: RecoveryStatus | None = None
+    """The most recent rebuild from a backup (spec.recovery)."""
