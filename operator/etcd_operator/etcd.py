@@ -1,9 +1,9 @@
-"""etcd's cluster API, through aetcd (asyncio gRPC, maintained, protobuf 4-7).
+"""etcd's cluster API over gRPC, with aetcd's generated stubs (maintained, protobuf 4-7).
 
-aetcd's typed methods cover member list/add/remove and status; learners (MemberAdd with
-``isLearner``, MemberPromote) and the learner flag of MemberList/Status are only on its
-raw gRPC stubs, which it exposes (``clusterstub``, ``maintenancestub``), so those calls go
-through them with the same connection.
+aetcd's client dials plain gRPC only, and its typed methods lack learners (MemberAdd with
+``isLearner``, MemberPromote, the learner flag): the calls here use its stubs
+(``rpc.ClusterStub``, ``MaintenanceStub``, ``KVStub``) on a channel of our own, plain or
+TLS with a client certificate (``spec.tls``).
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-import aetcd
+import grpc
 from aetcd import rpc
 
 from etcd_operator.plan import Health, Member, name_from_peer_url
+from etcd_operator.tls import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -40,21 +43,59 @@ def describe(exc: BaseException) -> str:
     return f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
 
 
-def _host_port(endpoint: str) -> tuple[str, int]:
-    host, _, port = endpoint.split("://", 1)[-1].rpartition(":")
-    return host.strip("[]"), int(port)
+@dataclass(frozen=True)
+class Endpoint:
+    """A member's client URL; an https one with the name its certificate has and the
+    client certificate to present."""
+
+    url: str
+    server_name: str | None = None
+    credentials: Credentials | None = None
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def target(self) -> str:
+        return self.url.split("://", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Client:
+    """The stubs of one channel."""
+
+    clusterstub: Any
+    maintenancestub: Any
+    kvstub: Any
+
+
+def _channel(endpoint: Endpoint) -> grpc.aio.Channel:
+    if not endpoint.url.startswith("https://"):
+        return grpc.aio.insecure_channel(endpoint.target)
+    creds = endpoint.credentials
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=creds.ca if creds else None,
+        private_key=creds.key if creds else None,
+        certificate_chain=creds.cert if creds else None,
+    )
+    options = []
+    if endpoint.server_name:
+        # dialled by Pod IP, verified against the member's DNS name in its certificate
+        options.append(("grpc.ssl_target_name_override", endpoint.server_name))
+    return grpc.aio.secure_channel(endpoint.target, credentials, options=options)
 
 
 @contextlib.asynccontextmanager
-async def connect(endpoint: str, timeout: float = CALL_TIMEOUT) -> AsyncIterator[aetcd.Client]:
-    host, port = _host_port(endpoint)
-    client = aetcd.Client(host=host, port=port, timeout=timeout)
+async def connect(endpoint: Endpoint | str, timeout: float = CALL_TIMEOUT) -> AsyncIterator[Client]:
+    if isinstance(endpoint, str):
+        endpoint = Endpoint(endpoint)
+    channel = _channel(endpoint)
     try:
-        await asyncio.wait_for(client.connect(), timeout)
-        yield client
+        await asyncio.wait_for(channel.channel_ready(), timeout)
+        yield Client(rpc.ClusterStub(channel), rpc.MaintenanceStub(channel), rpc.KVStub(channel))
     finally:
         with contextlib.suppress(Exception):
-            await client.close()
+            await channel.close()
 
 
 def _member(raw: object) -> Member:
@@ -70,7 +111,7 @@ def _member(raw: object) -> Member:
     )
 
 
-async def _first(endpoints: Sequence[str], call):  # type: ignore[no-untyped-def]
+async def _first(endpoints: Sequence[Endpoint], call):  # type: ignore[no-untyped-def]
     errors = []
     for endpoint in endpoints:
         try:
@@ -83,11 +124,11 @@ async def _first(endpoints: Sequence[str], call):  # type: ignore[no-untyped-def
     raise EtcdUnavailable("; ".join(errors) or "no endpoints")
 
 
-async def member_list(endpoints: Sequence[str]) -> tuple[Member, ...]:
+async def member_list(endpoints: Sequence[Endpoint]) -> tuple[Member, ...]:
     """The member list from the first voting member that answers, linearizable (agreed
     by a quorum) so a partitioned member's stale view never drives a change."""
 
-    async def call(client: aetcd.Client) -> tuple[Member, ...]:
+    async def call(client: Client) -> tuple[Member, ...]:
         reply = await client.clusterstub.MemberList(
             rpc.MemberListRequest(linearizable=True), timeout=CALL_TIMEOUT
         )
@@ -96,7 +137,7 @@ async def member_list(endpoints: Sequence[str]) -> tuple[Member, ...]:
     return await _first(endpoints, call)
 
 
-async def health(endpoint: str) -> Health | None:
+async def health(endpoint: Endpoint) -> Health | None:
     """A member's own status (version, leader, raft index), None if it does not answer."""
     try:
         async with connect(endpoint, timeout=2.0) as client:
@@ -117,10 +158,10 @@ async def health(endpoint: str) -> Health | None:
     )
 
 
-async def alarms(endpoints: Sequence[str]) -> tuple[tuple[int, str], ...]:
+async def alarms(endpoints: Sequence[Endpoint]) -> tuple[tuple[int, str], ...]:
     """The active alarms, as (member id, alarm name) pairs, sorted."""
 
-    async def call(client: aetcd.Client) -> tuple[tuple[int, str], ...]:
+    async def call(client: Client) -> tuple[tuple[int, str], ...]:
         request = rpc.AlarmRequest(action=rpc.AlarmRequest.GET, memberID=0, alarm=rpc.NONE)
         reply = await client.maintenancestub.Alarm(request, timeout=CALL_TIMEOUT)
         return tuple(sorted((int(a.memberID), rpc.AlarmType.Name(a.alarm)) for a in reply.alarms))
@@ -128,10 +169,10 @@ async def alarms(endpoints: Sequence[str]) -> tuple[tuple[int, str], ...]:
     return await _first(endpoints, call)
 
 
-async def disarm(endpoints: Sequence[str], member_id: int) -> None:
+async def disarm(endpoints: Sequence[Endpoint], member_id: int) -> None:
     """Deactivate the member's NOSPACE alarm."""
 
-    async def call(client: aetcd.Client) -> None:
+    async def call(client: Client) -> None:
         request = rpc.AlarmRequest(
             action=rpc.AlarmRequest.DEACTIVATE, memberID=member_id, alarm=rpc.NOSPACE
         )
@@ -140,12 +181,12 @@ async def disarm(endpoints: Sequence[str], member_id: int) -> None:
     await _first(endpoints, call)
 
 
-async def compact(endpoints: Sequence[str]) -> int:
+async def compact(endpoints: Sequence[Endpoint]) -> int:
     """Compact the key history up to the current revision (physically: the freed pages
     are free when it returns); returns that revision. A revision compacted already is
     not an error."""
 
-    async def call(client: aetcd.Client) -> int:
+    async def call(client: Client) -> int:
         reply = await client.maintenancestub.Status(rpc.StatusRequest(), timeout=CALL_TIMEOUT)
         revision = int(reply.header.revision)
         try:
@@ -160,14 +201,14 @@ async def compact(endpoints: Sequence[str]) -> int:
     return await _first(endpoints, call)
 
 
-async def defragment(endpoint: str) -> None:
+async def defragment(endpoint: Endpoint) -> None:
     """Defragment one member's database (it serves nothing meanwhile)."""
     async with connect(endpoint, timeout=DEFRAG_TIMEOUT) as client:
         await client.maintenancestub.Defragment(rpc.DefragmentRequest(), timeout=DEFRAG_TIMEOUT)
 
 
-async def add_learner(endpoints: Sequence[str], peer_url: str) -> Member:
-    async def call(client: aetcd.Client) -> Member:
+async def add_learner(endpoints: Sequence[Endpoint], peer_url: str) -> Member:
+    async def call(client: Client) -> Member:
         reply = await client.clusterstub.MemberAdd(
             rpc.MemberAddRequest(peerURLs=[peer_url], isLearner=True), timeout=CALL_TIMEOUT
         )
@@ -176,8 +217,8 @@ async def add_learner(endpoints: Sequence[str], peer_url: str) -> Member:
     return await _first(endpoints, call)
 
 
-async def promote(endpoints: Sequence[str], member_id: int) -> None:
-    async def call(client: aetcd.Client) -> None:
+async def promote(endpoints: Sequence[Endpoint], member_id: int) -> None:
+    async def call(client: Client) -> None:
         try:
             await client.clusterstub.MemberPromote(
                 rpc.MemberPromoteRequest(ID=member_id), timeout=CALL_TIMEOUT
@@ -190,8 +231,8 @@ async def promote(endpoints: Sequence[str], member_id: int) -> None:
     await _first(endpoints, call)
 
 
-async def remove(endpoints: Sequence[str], member_id: int) -> None:
-    async def call(client: aetcd.Client) -> None:
+async def remove(endpoints: Sequence[Endpoint], member_id: int) -> None:
+    async def call(client: Client) -> None:
         try:
             await client.clusterstub.MemberRemove(
                 rpc.MemberRemoveRequest(ID=member_id), timeout=CALL_TIMEOUT
@@ -200,5 +241,16 @@ async def remove(endpoints: Sequence[str], member_id: int) -> None:
             # a retried removal that already happened
             if "member not found" not in (exc.details() or ""):
                 raise
+
+    await _first(endpoints, call)
+
+
+async def update_peer_url(endpoints: Sequence[Endpoint], member_id: int, peer_url: str) -> None:
+    """Change the peer URL etcd has for a member (http -> https when TLS is turned on)."""
+
+    async def call(client: Client) -> None:
+        await client.clusterstub.MemberUpdate(
+            rpc.MemberUpdateRequest(ID=member_id, peerURLs=[peer_url]), timeout=CALL_TIMEOUT
+        )
 
     await _first(endpoints, call)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 from typing import Any
 
 import kopf
 
-from etcd_operator import reconcile, resources, status, validation
+from etcd_operator import reconcile, resources, status, tls, validation
 from etcd_operator.kube import Invalid, Kube
 from etcd_operator.resources import GROUP, ClusterRef
 
@@ -36,7 +37,7 @@ def _wakeup(uid: str) -> asyncio.Event:
 
 
 def cluster_ref(body: kopf.Body) -> ClusterRef:
-    return ClusterRef(
+    ref = ClusterRef(
         name=body["metadata"]["name"],
         namespace=body["metadata"]["namespace"],
         uid=body["metadata"]["uid"],
@@ -44,6 +45,8 @@ def cluster_ref(body: kopf.Body) -> ClusterRef:
         etcd_image=os.environ.get("ETCD_OPERATOR_ETCD_IMAGE", "quay.io/coreos/etcd"),
         backup_image=os.environ.get("ETCD_OPERATOR_BACKUP_IMAGE", "quay.io/coreos/etcd:v3.5.1"),
     )
+    spec, _ = reconcile.with_tls_kept(body.get("spec") or {}, body.get("status") or {})
+    return dataclasses.replace(ref, client_tls=tls.client_secret_name(ref, spec))
 
 
 @kopf.on.startup()

@@ -76,6 +76,7 @@ class MemberPod:
     # seconds its node has not been Ready (None: Ready, not scheduled, or not known)
     node_lost_for: float | None = None
     config: str = ""  # the digest of the settings it runs with ("": the defaults)
+    tls: str = ""  # its TLS stage: "" (plain), "ready" (holds certificates) or "on"
 
     @property
     def data_lost(self) -> bool:
@@ -116,6 +117,8 @@ class Observed:
     lost_for_good_for: float = 0.0
     # the newest successful snapshot in the backups volume, None when there is none
     snapshot: str | None = None
+    # "on" when the spec asks for TLS
+    tls: str = ""
 
     @property
     def voters(self) -> list[Member]:
@@ -185,10 +188,12 @@ class DeleteLeftovers(Step):
 
 @dataclass(frozen=True)
 class Roll(Step):
-    """Replace a member's Pod by one running ``version`` (same data)."""
+    """Replace a member's Pod by one running ``version`` (same data); ``secure``: first
+    change the peer URL etcd has for it to https (it comes back serving TLS)."""
 
     member: str
     version: str
+    secure: bool = False
 
 
 @dataclass(frozen=True)
@@ -484,7 +489,9 @@ def _promote(observed: Observed) -> Step | None:
 
 def _resize(observed: Observed) -> Step | None:
     voters = observed.voters
-    if len(voters) < observed.replicas and not observed.storage_refused:
+    # a new member serves TLS: it waits until every member can dial it
+    growing = not observed.storage_refused and not tls_migrating(observed)
+    if len(voters) < observed.replicas and growing:
         name = next_name(observed)
         return AddLearner(
             "ScalingUp",
@@ -504,16 +511,47 @@ def _resize(observed: Observed) -> Step | None:
     return None
 
 
+def tls_next(observed: Observed, pod: MemberPod) -> str | None:
+    """The TLS stage a member must be restarted into, or None. Turning TLS on takes two
+    rolls: each member first gets its certificates while it still serves plain ("ready":
+    it can then dial peers that serve TLS), then, once every member has them, each in
+    turn moves to https ("on"); at no point can two members not reach each other."""
+    if not observed.tls or pod.tls == "on":
+        return None
+    if not pod.tls:
+        return "ready"
+    ready = all(pod_of(observed, m.name).tls for m in observed.members or ())
+    return "on" if ready else None
+
+
+def start_stage(observed: Observed, name: str) -> str:
+    """The TLS stage a member's new Pod starts in: "on" when etcd has an https peer URL
+    for it (or it is new in a TLS cluster), "ready" while TLS is being turned on."""
+    if not observed.tls:
+        return ""
+    member = next((m for m in observed.members or () if m.name == name), None)
+    if member is None or member.peer_url.startswith("https://"):
+        return "on"
+    return "ready"
+
+
+def tls_migrating(observed: Observed) -> bool:
+    return bool(observed.tls) and any(
+        pod_of(observed, m.name).tls != "on" for m in observed.members or ()
+    )
+
+
 def _roll(observed: Observed) -> Step | None:
-    """One member whose Pod runs another version or other settings than the spec asks
-    for is restarted (the next pass starts it again with both): followers first."""
+    """One member whose Pod runs another version, other settings or another TLS stage
+    than the spec asks for is restarted (the next pass starts it again with all three):
+    followers first, the leader last."""
     target = str(observed.version)
     leader = observed.leader_id
 
-    def stale(pod: MemberPod) -> tuple[bool, bool]:
+    def stale(pod: MemberPod) -> tuple[bool, bool, str | None]:
         version = not observed.upgrade_refused and pod.version != target
         config = observed.config is not None and pod.config != observed.config
-        return version, config
+        return version, config, tls_next(observed, pod)
 
     rolling = [
         (m, *stale(pod))
@@ -523,8 +561,9 @@ def _roll(observed: Observed) -> Step | None:
     if not rolling:
         return None
     rolling.sort(key=lambda r: (r[0].id == leader, ordinal(r[0].name)))
-    member, version, _ = rolling[0]
+    member, version, _, tls = rolling[0]
     role = "leader" if member.id == leader else "follower"
+    running = pod_of(observed, member.name).version or target
     if version:
         return Roll(
             "Upgrading",
@@ -532,11 +571,26 @@ def _roll(observed: Observed) -> Step | None:
             member=member.name,
             version=target,
         )
+    if tls == "ready":
+        return Roll(
+            "EnablingTLS",
+            f"restarting {role} {member.name} with its certificates (TLS, step 1 of 2)",
+            member=member.name,
+            version=running,
+        )
+    if tls == "on":
+        return Roll(
+            "EnablingTLS",
+            f"restarting {role} {member.name} to serve TLS only (TLS, step 2 of 2)",
+            member=member.name,
+            version=running,
+            secure=True,
+        )
     return Roll(
         "Reconfiguring",
         f"restarting {role} {member.name} with the new spec.options",
         member=member.name,
-        version=pod_of(observed, member.name).version or target,
+        version=running,
     )
 
 

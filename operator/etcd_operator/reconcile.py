@@ -6,17 +6,18 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from etcd_operator import etcd, plan, resources, status, validation
+from etcd_operator import etcd, plan, resources, status, tls, validation
 from etcd_operator.kube import ApiError, Invalid, Kube
 from etcd_operator.resources import (
     BACKUP_REQUEST,
     CONFIG_ANNOTATION,
     DEFRAG_REQUEST,
     MEMBER_LABEL,
+    TLS_ANNOTATION,
     VERSION_LABEL,
     ClusterRef,
 )
@@ -86,6 +87,7 @@ def _pod_state(
         node=node,
         node_lost_for=(lost or {}).get(node) if node else None,
         config=(meta.get("annotations") or {}).get(CONFIG_ANNOTATION, ""),
+        tls=(meta.get("annotations") or {}).get(TLS_ANNOTATION, ""),
     )
 
 
@@ -120,18 +122,30 @@ def _timestamp(text: object) -> datetime | None:
         return None
 
 
-def _endpoint(pod: JSON | None) -> str | None:
-    if not pod or (pod.get("metadata") or {}).get("deletionTimestamp"):
+def _endpoint(
+    ref: ClusterRef, name: str, pod: JSON | None, certificates: tls.State | None
+) -> etcd.Endpoint | None:
+    """A running member's client endpoint: its Pod IP, over TLS once it serves TLS."""
+    meta = (pod or {}).get("metadata") or {}
+    if not pod or meta.get("deletionTimestamp"):
         return None
     ip = (pod.get("status") or {}).get("podIP")
-    return f"http://{ip}:{resources.CLIENT_PORT}" if ip else None
+    if not ip:
+        return None
+    if (meta.get("annotations") or {}).get(TLS_ANNOTATION) != "on":
+        return etcd.Endpoint(f"http://{ip}:{resources.CLIENT_PORT}")
+    return etcd.Endpoint(
+        f"https://{ip}:{resources.CLIENT_PORT}",
+        server_name=ref.host(name),
+        credentials=certificates.client if certificates else None,
+    )
 
 
 @dataclass
 class World:
     observed: plan.Observed
     pods: dict[str, JSON]
-    endpoints: dict[str, str]
+    endpoints: dict[str, etcd.Endpoint]
     running_version: str
     # what the operator refuses in the spec: InvalidSpec, one Warning event each
     problems: list[str] = field(default_factory=list)
@@ -149,6 +163,7 @@ async def observe(
     problems: tuple[str, ...] = (),
     annotations: Mapping[str, str] | None = None,
     created: str = "",
+    certificates: tls.State | None = None,
 ) -> World:
     """``problems``: what the pass found wrong with the spec so far (the version check
     adds its own, first); ``old``: the status the last pass wrote."""
@@ -170,7 +185,7 @@ async def observe(
     nodes = {n for p in pods.values() if (n := (p.get("spec") or {}).get("nodeName"))}
     lost = await _lost_nodes(kube, nodes) if nodes else {}
     states = {n: _pod_state(n, pods.get(n), claims.get(n), lost) for n in sorted({*pods, *claims})}
-    endpoints = {n: e for n, p in pods.items() if (e := _endpoint(p))}
+    endpoints = {n: e for n, p in pods.items() if (e := _endpoint(ref, n, p, certificates))}
     try:
         members = await etcd.member_list(list(endpoints.values())) if endpoints else None
     except etcd.EtcdUnavailable as exc:
@@ -216,6 +231,7 @@ async def observe(
         recovery_after=recovery_after(spec),
         lost_for_good_for=_seconds_since(old.get("quorumLostForGoodSince")),
         snapshot=snapshot,
+        tls="on" if certificates else "",
     )
     return World(observed, pods, endpoints, running, [*found, *problems])
 
@@ -287,6 +303,9 @@ async def _start_member(
     if existing is None or not existing.claim:
         size = validation.size(spec, "storageSize")
         await kube.create(resources.data_claim(ref, member, size))
+    stage = plan.start_stage(world.observed, member)
+    if stage:
+        await tls.ensure_member(kube, ref, spec, member)
     member_spec = resources.MemberSpec(
         name=member,
         version=version,
@@ -296,6 +315,9 @@ async def _start_member(
         restore=restore,
         placement=spec.get("placement"),
         options=options(spec),
+        tls=stage,
+        tls_refs=tls.secret_refs(spec),
+        peer_urls={m.name: m.peer_url for m in world.observed.members or ()},
     )
     await kube.create(resources.member_pod(ref, member_spec))
 
@@ -309,6 +331,7 @@ async def _delete_member_objects(
     force = pod is not None and pod.node_lost_for is not None
     await kube.delete("v1", "Pod", ref.namespace, name, grace=0 if force else None)
     await kube.delete("v1", "PersistentVolumeClaim", ref.namespace, ref.data_claim(name))
+    await kube.delete("v1", "Secret", ref.namespace, ref.member_secret(name))
 
 
 async def act(
@@ -327,7 +350,8 @@ async def act(
             names = [m.name for m in observed.members or ()] or [member]
             await _start_member(kube, ref, spec, world, member, version, "existing", names)
         case plan.AddLearner(member=member):
-            added = await etcd.add_learner(endpoints, ref.peer_url(member))
+            secure = bool(observed.tls)
+            added = await etcd.add_learner(endpoints, ref.peer_url(member, secure))
             log.info("added learner %s (%x)", member, added.id)
             members = await etcd.member_list(endpoints)
             names = [m.name for m in members]
@@ -345,7 +369,11 @@ async def act(
             await _delete_member_objects(kube, ref, member.name, observed.pods.get(member.name))
         case plan.DeleteLeftovers(name=name):
             await _delete_member_objects(kube, ref, name, observed.pods.get(name))
-        case plan.Roll(member=member):
+        case plan.Roll(member=member, secure=secure):
+            if secure:
+                # peers dial it with TLS from now on; it serves TLS once restarted
+                current = next(m for m in observed.members or () if m.name == member)
+                await etcd.update_peer_url(endpoints, current.id, ref.peer_url(member, True))
             # the next pass starts the member again at the target version (StartPod)
             await kube.delete("v1", "Pod", ref.namespace, member)
         case plan.Defragment(member=member):
@@ -537,15 +565,36 @@ def _job_failed(job_status: Mapping[str, Any]) -> bool:
 # -- the pass ----------------------------------------------------------------------------
 
 
+def with_tls_kept(
+    spec: Mapping[str, Any], old: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], str | None]:
+    """The spec to act on: TLS, once on, stays on (members serving TLS cannot go back to
+    plain without a restart of all of them at once), so a spec without ``tls`` keeps the
+    one status records, and that is a problem to report."""
+    was = old.get("tls")
+    if tls.requested(spec) is not None or not isinstance(was, Mapping):
+        return spec, None
+    kept: JSON = {"mode": was.get("mode") or "auto"}
+    if was.get("secretRefs"):
+        kept["secretRefs"] = was["secretRefs"]
+    return {
+        **spec,
+        "tls": kept,
+    }, "spec.tls cannot be removed once the members serve TLS: it stays on"
+
+
 async def reconcile(kube: Kube, ref: ClusterRef, body: Mapping[str, Any]) -> Pass:
-    spec = body.get("spec") or {}
     old = body.get("status") or {}
-    problems = validation.spec_problems(spec)
+    spec, kept = with_tls_kept(body.get("spec") or {}, old)
+    ref = replace(ref, client_tls=tls.client_secret_name(ref, spec))
+    problems = validation.spec_problems(spec) + ([kept] if kept else [])
+    certificates, tls_problems = await _certificates(kube, ref, spec)
+    problems += tls_problems
     problems += await ensure_shared(kube, ref, spec)
     annotations = (body.get("metadata") or {}).get("annotations") or {}
     problems += await request_backup(kube, ref, spec, annotations)
     created = str((body.get("metadata") or {}).get("creationTimestamp") or "")
-    world = await observe(kube, ref, spec, old, tuple(problems), annotations, created)
+    world = await observe(kube, ref, spec, old, tuple(problems), annotations, created, certificates)
     if world.invalid and not world.observed.bootstrapped:
         # nothing is created from a spec the operator refuses
         step: plan.Step = plan.Failed("InvalidSpec", world.invalid)
@@ -560,7 +609,35 @@ async def reconcile(kube: Kube, ref: ClusterRef, body: Mapping[str, Any]) -> Pas
             world.problems.append(refused(exc))
             step = plan.Blocked("InvalidSpec", f"{step.message}: {refused(exc)}")
     new_status = build_status(ref, body, world, step, await last_backup(kube, ref))
+    if certificates is not None:
+        new_status["tls"] = {**certificates.status(), **_tls_record(spec)}
     return Pass(step, new_status, list(dict.fromkeys(world.problems)))
+
+
+async def _certificates(
+    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]
+) -> tuple[tls.State | None, list[str]]:
+    """The pass's certificates (made or renewed for every member Pod), and what is wrong
+    with the user's Secrets."""
+    if tls.requested(spec) is None or validation.tls_problem(spec):
+        return None, []
+    pods = await kube.list("v1", "Pod", ref.namespace, ref.label_selector())
+    members = [
+        p["metadata"]["labels"][MEMBER_LABEL]
+        for p in pods
+        if MEMBER_LABEL in (p["metadata"].get("labels") or {})
+    ]
+    state = await tls.ensure(kube, ref, spec, members)
+    return state, list(state.problems) if state else []
+
+
+def _tls_record(spec: Mapping[str, Any]) -> JSON:
+    """What status keeps of spec.tls (see :func:`with_tls_kept`)."""
+    requested = tls.requested(spec) or {}
+    record: JSON = {"mode": requested.get("mode") or "auto"}
+    if tls.secret_refs(spec):
+        record["secretRefs"] = dict(tls.secret_refs(spec) or {})
+    return record
 
 
 def build_status(

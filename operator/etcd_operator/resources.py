@@ -30,6 +30,11 @@ DEFRAG_REQUEST = f"{GROUP}/defragment-request"
 STATE_ANNOTATION = f"{GROUP}/initial-cluster-state"
 # a digest of the member settings a Pod was made with (spec.options); none: the defaults
 CONFIG_ANNOTATION = f"{GROUP}/config"
+# a member's TLS stage: none (plain), "ready" (plain, but holds the peer certificates to
+# dial peers that serve TLS), "on" (serves clients and peers with TLS only)
+TLS_ANNOTATION = f"{GROUP}/tls"
+TLS_DIR = "/etc/etcd/tls"
+CLIENT_TLS_DIR = "/etc/etcd/client-tls"
 # spec.options -> the etcd environment variable each one sets (etcd's flags of those names)
 OPTION_VARIABLES = {
     "quotaBackendBytes": "ETCD_QUOTA_BACKEND_BYTES",
@@ -51,6 +56,9 @@ class ClusterRef:
     api_version: str = f"{GROUP}/v1beta1"
     etcd_image: str = "quay.io/coreos/etcd"
     backup_image: str = "quay.io/coreos/etcd:v3.5.1"
+    # the Secret with the client certificate (tls.crt, tls.key, ca.crt) when spec.tls is
+    # set: clients (the backup Jobs) reach the cluster over https with it
+    client_tls: str | None = None
 
     def labels(self, component: str = "member") -> dict[str, str]:
         return {
@@ -114,24 +122,64 @@ class ClusterRef:
     def backup_cronjob(self) -> str:
         return f"{self.name}-backup"
 
+    def client_url(self, secure: bool = False) -> str:
+        return f"{_scheme(secure)}://{self.client_host}:{CLIENT_PORT}"
+
     @property
-    def client_url(self) -> str:
-        return f"http://{self.client_service}.{self.namespace}.svc:{CLIENT_PORT}"
+    def client_host(self) -> str:
+        return f"{self.client_service}.{self.namespace}.svc"
 
     def host(self, member: str) -> str:
         return f"{member}.{self.peer_service}.{self.namespace}.svc"
 
-    def peer_url(self, member: str) -> str:
-        return f"http://{self.host(member)}:{PEER_PORT}"
+    def peer_url(self, member: str, secure: bool = False) -> str:
+        return f"{_scheme(secure)}://{self.host(member)}:{PEER_PORT}"
 
-    def member_client_url(self, member: str) -> str:
-        return f"http://{self.host(member)}:{CLIENT_PORT}"
+    def member_client_url(self, member: str, secure: bool = False) -> str:
+        return f"{_scheme(secure)}://{self.host(member)}:{CLIENT_PORT}"
+
+    # -- TLS (spec.tls) --------------------------------------------------------------
+
+    @property
+    def ca_secret(self) -> str:
+        return f"{self.name}-ca"
+
+    @property
+    def client_secret(self) -> str:
+        """The client certificate the operator and the backup Jobs present (mode auto)."""
+        return f"{self.name}-client-tls"
+
+    def member_secret(self, member: str) -> str:
+        """A member's serving and peer certificates (mode auto)."""
+        return f"{member}-tls"
+
+    def server_names(self, member: str) -> list[str]:
+        """What a member's serving certificate names: the member, and the client Service
+        by every name a Pod resolves it by."""
+        client = self.client_service
+        return [
+            self.host(member),
+            f"{self.host(member)}.cluster.local",
+            client,
+            f"{client}.{self.namespace}",
+            self.client_host,
+            f"{self.client_host}.cluster.local",
+            "localhost",
+            "127.0.0.1",
+        ]
+
+    def peer_names(self, member: str) -> list[str]:
+        return [self.host(member), f"{self.host(member)}.cluster.local"]
 
     def data_claim(self, member: str) -> str:
         return f"{member}-data"
 
     def image(self, version: str) -> str:
         return f"{self.etcd_image}:v{version}"
+
+
+def _scheme(secure: bool) -> str:
+    return "https" if secure else "http"
 
 
 # -- services and configuration ----------------------------------------------------------
@@ -239,6 +287,65 @@ class MemberSpec:
     restore: Mapping[str, str] | None = None  # {"claimName", "snapshot"} for the seed
     placement: Mapping[str, Any] | None = None  # spec.placement
     options: Mapping[str, Any] | None = None  # spec.options (checked)
+    tls: str = ""  # the TLS stage it starts in: "", "ready" or "on" (TLS_ANNOTATION)
+    # spec.tls.secretRefs ({"server", "peer", "client"}); None: the member's own Secret
+    tls_refs: Mapping[str, str] | None = None
+    # the peer URL etcd has for each other member (scheme included), by name
+    peer_urls: Mapping[str, str] | None = None
+
+    @property
+    def secure(self) -> bool:
+        return self.tls == "on"
+
+
+def tls_args(stage: str) -> list[str]:
+    """etcd's TLS flags for a stage: "ready" dials peers that serve TLS with the peer
+    certificate (etcd ignores the files for its own plain listener), "on" serves clients
+    and peers with TLS only and asks both for a certificate of the cluster's CA. Metrics
+    and /health stay plain on their own port (probes and scrapers need no certificate)."""
+    if not stage:
+        return []
+    dial = [
+        f"--peer-trusted-ca-file={TLS_DIR}/peer-ca.crt",
+        f"--peer-cert-file={TLS_DIR}/peer.crt",
+        f"--peer-key-file={TLS_DIR}/peer.key",
+    ]
+    if stage != "on":
+        return dial
+    return [
+        *dial,
+        "--peer-client-cert-auth=true",
+        "--client-cert-auth=true",
+        f"--trusted-ca-file={TLS_DIR}/ca.crt",
+        f"--cert-file={TLS_DIR}/server.crt",
+        f"--key-file={TLS_DIR}/server.key",
+    ]
+
+
+def _items(secret: str, keys: Mapping[str, str]) -> JSON:
+    return {"secret": {"name": secret, "items": [{"key": k, "path": p} for k, p in keys.items()]}}
+
+
+def tls_volume(ref: ClusterRef, spec: MemberSpec) -> JSON:
+    """The member's certificates under :data:`TLS_DIR` as ``ca.crt``, ``server.crt/key``,
+    ``peer-ca.crt`` and ``peer.crt/key``: from its own Secret (mode auto), or from the
+    user's (cert-manager's shape: ``tls.crt``, ``tls.key``, ``ca.crt``). The kubelet
+    updates the files when a Secret changes, and etcd reads them at every handshake, so
+    a renewed certificate needs no restart."""
+    if spec.tls_refs:
+        sources = [
+            _items(
+                spec.tls_refs["server"],
+                {"tls.crt": "server.crt", "tls.key": "server.key", "ca.crt": "ca.crt"},
+            ),
+            _items(
+                spec.tls_refs["peer"],
+                {"tls.crt": "peer.crt", "tls.key": "peer.key", "ca.crt": "peer-ca.crt"},
+            ),
+        ]
+    else:
+        sources = [{"secret": {"name": ref.member_secret(spec.name)}}]
+    return {"name": "tls", "projected": {"sources": sources}}
 
 
 def option_variables(options: Mapping[str, Any] | None) -> list[JSON]:
@@ -259,26 +366,38 @@ def config_digest(options: Mapping[str, Any] | None) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _peer_url(ref: ClusterRef, spec: MemberSpec, name: str) -> str:
+    """The member's own peer URL by its stage; another's as etcd has it (mid-way through
+    turning TLS on, some members are still plain)."""
+    if name != spec.name and spec.peer_urls and spec.peer_urls.get(name):
+        return spec.peer_urls[name]
+    return ref.peer_url(name, spec.secure)
+
+
 def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
     meta = _with_member(ref.meta(spec.name), spec.name)
     meta["labels"][VERSION_LABEL] = spec.version
     meta["annotations"] = {STATE_ANNOTATION: spec.state}
     if digest := config_digest(spec.options):
         meta["annotations"][CONFIG_ANNOTATION] = digest
-    peers = ",".join(f"{name}={ref.peer_url(name)}" for name in spec.initial_cluster)
+    if spec.tls:
+        meta["annotations"][TLS_ANNOTATION] = spec.tls
+    peers = ",".join(f"{name}={_peer_url(ref, spec, name)}" for name in spec.initial_cluster)
+    scheme = "https" if spec.secure else "http"
     container: JSON = {
         "name": "etcd",
         "image": ref.image(spec.version),
         "command": ["etcd"],
         "args": [
             f"--name={spec.name}",
-            f"--listen-peer-urls=http://$(POD_IP):{PEER_PORT}",
-            f"--listen-client-urls=http://$(POD_IP):{CLIENT_PORT}",
+            f"--listen-peer-urls={scheme}://$(POD_IP):{PEER_PORT}",
+            f"--listen-client-urls={scheme}://$(POD_IP):{CLIENT_PORT}",
             f"--listen-metrics-urls=http://$(POD_IP):{METRICS_PORT}",
-            f"--advertise-client-urls={ref.member_client_url(spec.name)}",
-            f"--initial-advertise-peer-urls={ref.peer_url(spec.name)}",
+            f"--advertise-client-urls={ref.member_client_url(spec.name, spec.secure)}",
+            f"--initial-advertise-peer-urls={ref.peer_url(spec.name, spec.secure)}",
             f"--initial-cluster={peers}",
             f"--initial-cluster-state={spec.state}",
+            *tls_args(spec.tls),
         ],
         "env": [
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
@@ -299,6 +418,8 @@ def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
     }
     if spec.resources:
         container["resources"] = dict(spec.resources)
+    if spec.tls:
+        container["volumeMounts"].append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
     pod_spec: JSON = {
         "hostname": spec.name,
         "subdomain": ref.peer_service,
@@ -310,6 +431,8 @@ def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
             {"name": "data", "persistentVolumeClaim": {"claimName": ref.data_claim(spec.name)}}
         ],
     }
+    if spec.tls:
+        pod_spec["volumes"].append(tls_volume(ref, spec))
     if spec.restore:
         pod_spec["initContainers"] = [_restore_container(ref, spec, peers)]
         pod_spec["volumes"].append(
@@ -377,7 +500,7 @@ def _restore_container(ref: ClusterRef, spec: MemberSpec, peers: str) -> JSON:
             f"{BACKUP_DIR}/{spec.restore['snapshot']}" if spec.restore else "",
             f"--name={spec.name}",
             f"--initial-cluster={peers}",
-            f"--initial-advertise-peer-urls={ref.peer_url(spec.name)}",
+            f"--initial-advertise-peer-urls={ref.peer_url(spec.name, spec.secure)}",
             "--initial-cluster-token=$(ETCD_INITIAL_CLUSTER_TOKEN)",
             f"--data-dir={DATA_DIR}/data",
         ],
@@ -414,37 +537,46 @@ def backup_claim(ref: ClusterRef, size: str) -> JSON:
 
 def backup_pod_template(ref: ClusterRef, snapshot: str) -> JSON:
     """``etcdctl snapshot save`` from the client Service into the backups volume;
-    ``snapshot`` may use ``$(JOB_NAME)``."""
+    ``snapshot`` may use ``$(JOB_NAME)``. With TLS, over https with the client
+    certificate (``ref.client_tls``)."""
+    secure = ref.client_tls is not None
+    tls_args = [
+        f"--cacert={CLIENT_TLS_DIR}/ca.crt",
+        f"--cert={CLIENT_TLS_DIR}/tls.crt",
+        f"--key={CLIENT_TLS_DIR}/tls.key",
+    ]
+    container: JSON = {
+        "name": "snapshot",
+        "image": ref.backup_image,
+        "command": ["etcdctl"],
+        "args": [
+            f"--endpoints={ref.client_url(secure)}",
+            *(tls_args if secure else []),
+            "--dial-timeout=5s",
+            "--command-timeout=60s",
+            "snapshot",
+            "save",
+            f"{BACKUP_DIR}/{snapshot}",
+        ],
+        "env": [
+            {
+                "name": "JOB_NAME",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['job-name']"}},
+            }
+        ],
+        "volumeMounts": [{"name": "backups", "mountPath": BACKUP_DIR}],
+    }
+    volumes: list[JSON] = [
+        {"name": "backups", "persistentVolumeClaim": {"claimName": ref.backup_claim}}
+    ]
+    if ref.client_tls is not None:
+        container["volumeMounts"].append(
+            {"name": "client-tls", "mountPath": CLIENT_TLS_DIR, "readOnly": True}
+        )
+        volumes.append({"name": "client-tls", "secret": {"secretName": ref.client_tls}})
     return {
         "metadata": {"labels": ref.labels("backup")},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [
-                {
-                    "name": "snapshot",
-                    "image": ref.backup_image,
-                    "command": ["etcdctl"],
-                    "args": [
-                        f"--endpoints={ref.client_url}",
-                        "--dial-timeout=5s",
-                        "--command-timeout=60s",
-                        "snapshot",
-                        "save",
-                        f"{BACKUP_DIR}/{snapshot}",
-                    ],
-                    "env": [
-                        {
-                            "name": "JOB_NAME",
-                            "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['job-name']"}},
-                        }
-                    ],
-                    "volumeMounts": [{"name": "backups", "mountPath": BACKUP_DIR}],
-                }
-            ],
-            "volumes": [
-                {"name": "backups", "persistentVolumeClaim": {"claimName": ref.backup_claim}}
-            ],
-        },
+        "spec": {"restartPolicy": "Never", "containers": [container], "volumes": volumes},
     }
 
 

@@ -18,6 +18,7 @@ _PHASES = {
     "AddingMember": "Scaling",
     "Upgrading": "Upgrading",
     "Reconfiguring": "Upgrading",  # a rolling restart, as an upgrade is
+    "EnablingTLS": "Upgrading",
     "Available": "Running",
 }
 
@@ -81,7 +82,9 @@ def members(observed: plan.Observed, ref: ClusterRef) -> list[JSON]:
                 "name": member.name,
                 "id": f"{member.id:x}",
                 "peerURL": member.peer_url,
-                "clientURL": ref.member_client_url(member.name),
+                "clientURL": ref.member_client_url(
+                    member.name, member.peer_url.startswith("https://")
+                ),
                 "healthy": health is not None,
                 "isLeader": member.id == leader,
                 "learner": member.learner,

@@ -126,4 +126,16 @@ def spec_problems(spec: Mapping[str, Any]) -> list[str]:
     problems = [p for field in SIZE_FIELDS if (p := size_problem(spec, field))]
     if options := options_problem(spec):
         problems.append(options)
+    if refused := tls_problem(spec):
+        problems.append(refused)
     return problems
+
+
+def tls_problem(spec: Mapping[str, Any]) -> str | None:
+    """What the operator refuses in spec.tls that the CRD lets through."""
+    requested = spec.get("tls")
+    if not isinstance(requested, Mapping):
+        return None
+    if requested.get("mode") == "secretRefs" and not requested.get("secretRefs"):
+        return "spec.tls: mode secretRefs needs secretRefs (the server, peer and client Secrets)"
+    return None

@@ -375,3 +375,145 @@ def events(kube: Kube, namespace: str, name: str) -> list[JSON]:
         fieldSelector=f"involvedObject.name={name},involvedObject.kind=EtcdCluster",
     )["items"]
     return sorted(found, key=lambda e: e.get("lastTimestamp") or e["metadata"]["creationTimestamp"])
+
+
+# -- TLS (spec.tls) ------------------------------------------------------------------------
+
+
+def _operator_package() -> None:
+    """etcd_operator lives in operator/ (see tests/etcdop/conftest.py)."""
+    import sys
+
+    if str(REPO / "operator") not in sys.path:
+        sys.path.insert(0, str(REPO / "operator"))
+
+
+def tls_endpoint(kube: Kube, namespace: str, name: str, address: str | None = None) -> Any:
+    """An ``etcd_operator.etcd.Endpoint`` over TLS with the cluster's client certificate
+    (read now, so a renewed one is used): the client Service, or ``address`` (a member's
+    ``ip:port``, verified as the member ``server_name`` when given as ``member@ip:port``)."""
+    import base64
+
+    _operator_package()
+    from etcd_operator.etcd import Endpoint
+    from etcd_operator.tls import Credentials
+
+    status = get_cluster(kube, namespace, name).get("status") or {}
+    secret_name = (status.get("tls") or {}).get("clientSecret") or f"{name}-client-tls"
+    secret = kube.get(f"/api/v1/namespaces/{namespace}/secrets/{secret_name}")
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    credentials = Credentials(data["ca.crt"], data["tls.crt"], data["tls.key"])
+    if address and "@" in address:
+        member, address = address.split("@", 1)
+        server_name = f"{member}.{name}.{namespace}.svc"
+    else:
+        server_name = f"{name}-client.{namespace}.svc"
+        address = address or client_endpoint(kube, namespace, name)
+    return Endpoint(f"https://{address}", server_name, credentials)
+
+
+def tls_put(endpoint: Any, keys: dict[str, str]) -> None:
+    _operator_package()
+    from aetcd import rpc
+    from etcd_operator import etcd
+
+    async def run() -> None:
+        async with etcd.connect(endpoint, 5) as client:
+            for key, value in keys.items():
+                await client.kvstub.Put(
+                    rpc.PutRequest(key=key.encode(), value=value.encode()), timeout=5
+                )
+
+    asyncio.run(run())
+
+
+def tls_get_prefix(endpoint: Any, prefix: str) -> dict[str, str]:
+    _operator_package()
+    from aetcd import rpc
+    from etcd_operator import etcd
+
+    raw = prefix.encode()
+    end = raw[:-1] + bytes([raw[-1] + 1])
+
+    async def run() -> dict[str, str]:
+        async with etcd.connect(endpoint, 5) as client:
+            reply = await client.kvstub.Range(rpc.RangeRequest(key=raw, range_end=end), timeout=5)
+        return {kv.key.decode(): kv.value.decode() for kv in reply.kvs}
+
+    return asyncio.run(run())
+
+
+def served_certificate(endpoint: Any) -> Any:
+    """The certificate a member serves now (a new handshake), as a cryptography object."""
+    import socket
+    import ssl
+    import tempfile
+
+    from cryptography import x509
+
+    host, _, port = endpoint.target.rpartition(":")
+    context = ssl.create_default_context(cadata=endpoint.credentials.ca.decode())
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = Path(folder, "c.pem"), Path(folder, "k.pem")
+        cert.write_bytes(endpoint.credentials.cert)
+        key.write_bytes(endpoint.credentials.key)
+        context.load_cert_chain(cert, key)
+    with (
+        socket.create_connection((host, int(port)), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname=endpoint.server_name) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    return x509.load_der_x509_certificate(der)
+
+
+def plain_refused(address: str) -> bool:
+    """Whether a plain-HTTP client gets nothing from ``ip:port`` (a TLS-only member)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{address}/version", timeout=5) as answer:
+            answer.read()
+    except (urllib.error.URLError, ConnectionError, OSError):
+        return True
+    return False
+
+
+class TlsWriter(threading.Thread):
+    """:class:`Writer` over TLS: ``endpoint()`` makes a fresh endpoint for each connection
+    (so a renewed client certificate is picked up when the old one has expired)."""
+
+    def __init__(self, endpoint: Any, prefix: str) -> None:
+        super().__init__(daemon=True)
+        self.endpoint = endpoint
+        self.prefix = prefix
+        self.acked: list[str] = []
+        self.failed = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        asyncio.run(self._write())
+
+    async def _write(self) -> None:
+        _operator_package()
+        from aetcd import rpc
+        from etcd_operator import etcd
+
+        n = 0
+        while not self._stop_event.is_set():
+            try:
+                async with etcd.connect(self.endpoint(), 5) as client:
+                    while not self._stop_event.is_set():
+                        key = f"{self.prefix}/{n:07d}"
+                        request = rpc.PutRequest(key=key.encode(), value=b"x")
+                        await client.kvstub.Put(request, timeout=5)
+                        self.acked.append(key)
+                        n += 1
+                        await asyncio.sleep(0.01)
+            except Exception:
+                self.failed += 1
+                await asyncio.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=15)

@@ -616,3 +616,90 @@ def test_a_majority_without_data_is_rebuilt_from_the_newest_backup_when_allowed(
     assert get_prefix(endpoint, f"{name}/before/") == before
     warned = [e for e in etcd_env.events(env.kube, env.watched, name) if e["type"] == "Warning"]
     assert any(e["reason"] == "RestoringFromBackup" for e in warned), warned
+
+
+def _user_tls_secrets(env: Env, name: str) -> dict[str, str]:
+    """What cert-manager would write for the cluster: a CA, and Secrets of type
+    kubernetes.io/tls (tls.crt, tls.key, ca.crt) with wildcard names."""
+    import base64
+    import datetime
+
+    etcd_env._operator_package()
+    from etcd_operator import certs
+
+    day = datetime.timedelta(days=1)
+    ca = certs.new_ca("user CA", day)
+    # etcd checks a peer's certificate against the reverse DNS name of its address, which
+    # is under the cluster domain
+    members = [f"*.{name}.{env.watched}.svc", f"*.{name}.{env.watched}.svc.cluster.local"]
+    client_service = f"{name}-client.{env.watched}.svc"
+    issued = {
+        "server": certs.issue(ca, "server", day, [*members, client_service]),
+        "peer": certs.issue(ca, "peer", day, members, server=True, client=True),
+        "client": certs.issue(ca, "client", day, server=False, client=True),
+    }
+    refs = {}
+    for role, pair in issued.items():
+        secret = f"{name}-user-{role}"
+        values = {"tls.crt": pair.cert, "tls.key": pair.key, "ca.crt": ca.cert}
+        env.kube.create(
+            f"/api/v1/namespaces/{env.watched}/secrets",
+            {
+                "metadata": {"name": secret},
+                "type": "kubernetes.io/tls",
+                "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()},
+            },
+        )
+        refs[role] = secret
+    return refs
+
+
+def test_tls_turned_on_for_a_running_cluster_with_the_users_secrets(env: Env) -> None:
+    name = _name()
+    create_cluster(env.kube, env.watched, name, replicas=3, backupSchedule="0 3 * * *")
+    wait_running(env.kube, env.watched, name, 3)
+    keys = {f"{name}/k/{i}": str(i) for i in range(20)}
+    put_keys(client_endpoint(env.kube, env.watched, name), keys)
+    refs = _user_tls_secrets(env, name)
+    lost_quorum: list[str] = []
+    started = time.monotonic()
+    patch_spec(env.kube, env.watched, name, tls={"mode": "secretRefs", "secretRefs": refs})
+
+    def all_tls() -> bool:
+        available = condition(get_cluster(env.kube, env.watched, name), "Available")
+        if available.get("status") != "True":
+            lost_quorum.append(str(available.get("message")))
+        pods = _member_pods(env, name)
+        return (
+            len(pods) == 3
+            and all(
+                p["metadata"].get("annotations", {}).get("etcd.olmtool.dev/tls") == "on"
+                for p in pods
+            )
+            and running(env.kube, env.watched, name, 3)
+        )
+
+    wait_for(all_tls, 420, f"{name}: every member serving TLS", interval=0.5)
+    print(f"TLS turned on over 3 members (two rolls) in {time.monotonic() - started:.1f}s")
+    assert not lost_quorum, f"Available went False while TLS was turned on: {lost_quorum[:3]}"
+    status = get_cluster(env.kube, env.watched, name)["status"]
+    assert status["tls"]["clientSecret"] == refs["client"] and status["tls"]["mode"] == "secretRefs"
+    assert all(m["clientURL"].startswith("https://") for m in status["members"])
+    endpoint = etcd_env.tls_endpoint(env.kube, env.watched, name)
+    assert etcd_env.tls_get_prefix(endpoint, f"{name}/k/") == keys
+    assert etcd_env.plain_refused(client_endpoint(env.kube, env.watched, name))
+    # a backup over TLS with the user's client certificate
+    env.kube.patch(
+        f"{etcd_env.CLUSTERS}/namespaces/{env.watched}/etcdclusters/{name}",
+        {"metadata": {"annotations": {"etcd.olmtool.dev/backup-request": "tls"}}},
+    )
+    wait_for(
+        lambda: (
+            (get_cluster(env.kube, env.watched, name)["status"].get("lastBackup") or {}).get(
+                "succeeded"
+            )
+            is True
+        ),
+        90,
+        "a backup over TLS",
+    )

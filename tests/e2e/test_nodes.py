@@ -249,20 +249,72 @@ def members_by_node(kube: Kube, name: str) -> dict[str, str]:
     return {m["name"]: m.get("node") for m in status.get("members") or []}
 
 
-def test_an_etcd_clusters_members_spread_one_per_node(kube: Kube, etcd_operator: None) -> None:
-    """A 3-member cluster lands on three nodes: its members prefer nodes without another
-    member of theirs; status names each member's node."""
+def test_a_tls_clusters_members_spread_one_per_node_and_renew_their_certificates(
+    kube: Kube, etcd_operator: None
+) -> None:
+    """A 3-member TLS cluster (mode auto) lands on three nodes: its members prefer nodes
+    without another member of theirs; status names each member's node. Plain HTTP gets
+    nothing from a member. Certificates of a 180 s lifetime are renewed in their last
+    third while a writer runs over TLS: every member serves a new certificate before the
+    first ones expire, new handshakes work after that, and no acknowledged write is lost."""
+    pytest.importorskip("aetcd", reason="the writer talks to etcd with aetcd's stubs")
+    import datetime
+    import time
+
     from tests.e2e import etcd_env
 
-    etcd_env.create_cluster(kube, "spread", "spread", replicas=3, version="3.5.1")
-    etcd_env.wait_running(kube, "spread", "spread", 3, timeout=180)
+    name = "spread"
+    tls = {"mode": "auto", "certificateLifetimeSeconds": 180}
+    etcd_env.create_cluster(kube, "spread", name, replicas=3, version="3.5.1", tls=tls)
+    etcd_env.wait_running(kube, "spread", name, 3, timeout=180)
     pods = kube.get(
         "/api/v1/namespaces/spread/pods?labelSelector=app.kubernetes.io%2Finstance%3Dspread,"
         "app.kubernetes.io%2Fcomponent%3Dmember"
     )["items"]
     assert sorted(p["spec"]["nodeName"] for p in pods) == NODES
-    nodes = wait_for(lambda: members_by_node(kube, "spread"), 30, "members' nodes")
+    nodes = wait_for(lambda: members_by_node(kube, name), 30, "members' nodes")
     assert sorted(nodes.values()) == NODES
+    status = etcd_env.get_cluster(kube, "spread", name)["status"]
+    assert status["tls"]["caSecret"] == "spread-ca" and status["tls"]["expiry"]
+    members = etcd_env.member_endpoints(kube, "spread", name)
+    for address in members.values():
+        assert etcd_env.plain_refused(address), f"{address} answered plain HTTP"
+
+    def served() -> dict[str, object]:
+        return {
+            member: etcd_env.served_certificate(
+                etcd_env.tls_endpoint(kube, "spread", name, f"{member}@{address}")
+            )
+            for member, address in members.items()
+        }
+
+    first = served()
+    expiry = min(c.not_valid_after_utc for c in first.values())  # type: ignore[attr-defined]
+    writer = etcd_env.TlsWriter(lambda: etcd_env.tls_endpoint(kube, "spread", name), name)
+    writer.start()
+    try:
+
+        def renewed() -> bool:
+            now = served()
+            return all(
+                now[m].serial_number != first[m].serial_number  # type: ignore[attr-defined]
+                for m in members
+            )
+
+        wait_for(renewed, 240, "every member serving a renewed certificate", interval=2)
+        renewed_at = datetime.datetime.now(datetime.UTC)
+        print(f"renewed {(expiry - renewed_at).total_seconds():.0f}s before the first expiry")
+        assert renewed_at < expiry, "a member served an expired certificate"
+        time.sleep(max((expiry - renewed_at).total_seconds(), 0) + 5)
+        acked_at_expiry = len(writer.acked)
+        # new handshakes, past the first certificates' expiry
+        assert sorted(served()) == sorted(members)
+        wait_for(lambda: len(writer.acked) > acked_at_expiry + 10, 60, "writes after expiry")
+        assert etcd_env.running(kube, "spread", name, 3)
+    finally:
+        writer.stop()
+    stored = etcd_env.tls_get_prefix(etcd_env.tls_endpoint(kube, "spread", name), f"{name}/")
+    assert set(writer.acked) <= set(stored), "an acknowledged write was lost"
 
 
 def test_a_member_on_a_stopped_node_is_replaced_on_a_surviving_node(

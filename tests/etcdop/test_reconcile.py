@@ -247,8 +247,10 @@ def test_a_member_on_a_lost_node_is_deleted_at_once_its_volume_after() -> None:
     assert kube.deleted == [
         ("Pod", "ex-2", 0),
         ("PersistentVolumeClaim", "ex-2-data", None),
+        ("Secret", "ex-2-tls", None),  # its certificates (spec.tls mode auto), if any
         ("Pod", "ex-1", None),
         ("PersistentVolumeClaim", "ex-1-data", None),
+        ("Secret", "ex-1-tls", None),
     ]
 
 

@@ -121,6 +121,39 @@ class Recovery(Schema):
     """How long quorum must have been lost that way before the rebuild starts."""
 
 
+class TLSSecretRefs(Schema):
+    """Secrets the user provides, each with tls.crt, tls.key and ca.crt (as cert-manager's
+    Certificates write them); the operator reads them and never changes them."""
+
+    server: Annotated[str, Field(min_length=1)]
+    """The certificate every member serves clients with (server auth), naming
+    *.<name>.<namespace>.svc and <name>-client.<namespace>.svc."""
+    peer: Annotated[str, Field(min_length=1)]
+    """The certificate members serve each other with and present when they dial a peer
+    (server and client auth), naming *.<name>.<namespace>.svc and
+    *.<name>.<namespace>.svc.cluster.local (etcd checks a peer's certificate against the
+    reverse DNS name of the peer's address)."""
+    client: Annotated[str, Field(min_length=1)]
+    """The client certificate (client auth) the operator and the backup Jobs present, of
+    the CA in the server Secret's ca.crt."""
+
+
+class TLS(Schema):
+    """TLS for clients and peers. Turning it on for a running cluster restarts the members
+    one at a time, twice (first each gets its certificates, then each serves TLS); it
+    cannot be turned off again."""
+
+    mode: Literal["auto", "secretRefs"] = "auto"
+    """auto: the operator makes a CA (Secret <name>-ca), each member's serving and peer
+    certificates (<member>-tls) and a client certificate (<name>-client-tls), and renews
+    them in the last third of their lifetime; secretRefs: the Secrets below."""
+    secret_refs: TLSSecretRefs | None = None
+    """The user's Secrets (mode secretRefs)."""
+    certificate_lifetime_seconds: Annotated[int, Field(ge=120, le=315_360_000)] = 7_776_000
+    """Lifetime of the certificates the operator issues (mode auto; 90 days). The CA lives
+    ten years, or longer if this asks for more."""
+
+
 class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
     """EtcdClusterSpec is the desired state of an etcd cluster."""
 
@@ -147,6 +180,8 @@ class EtcdClusterSpec(v1alpha1.EtcdClusterSpec):
     """Defragmentation (automatic above a threshold, and on request)."""
     recovery: Recovery | None = None
     """Disaster recovery from the newest backup when quorum is lost for good (opt-in)."""
+    tls: TLS | None = None
+    """TLS for clients and peers (https://), with client certificates required."""
 
 
 class EtcdMember(v1alpha1.EtcdMember):
@@ -189,6 +224,21 @@ class RecoveryStatus(Schema):
     """When the rebuild started (RFC 3339)."""
 
 
+class TLSStatus(Schema):
+    """The certificates the members serve with."""
+
+    ca_secret: str
+    """The Secret holding the CA certificate clients trust (ca.crt)."""
+    client_secret: str
+    """The Secret with a client certificate (tls.crt, tls.key, ca.crt)."""
+    expiry: str | None = None
+    """When the first of the members' certificates expires (RFC 3339)."""
+    mode: Literal["auto", "secretRefs"] = "auto"
+    """The mode in force (TLS stays on if spec.tls is removed)."""
+    secret_refs: TLSSecretRefs | None = None
+    """The user's Secrets in force (mode secretRefs)."""
+
+
 class EtcdClusterStatus(v1alpha1.EtcdClusterStatus):
     """EtcdClusterStatus is the observed state of an etcd cluster."""
 
@@ -205,3 +255,5 @@ class EtcdClusterStatus(v1alpha1.EtcdClusterStatus):
     cannot return by itself (RFC 3339; the start of spec.recovery.afterSeconds)."""
     last_recovery: RecoveryStatus | None = None
     """The most recent rebuild from a backup (spec.recovery)."""
+    tls: TLSStatus | None = None
+    """The certificates, when spec.tls is set."""
