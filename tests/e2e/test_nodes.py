@@ -254,7 +254,7 @@ def test_a_tls_clusters_members_spread_one_per_node_and_renew_their_certificates
 ) -> None:
     """A 3-member TLS cluster (mode auto) lands on three nodes: its members prefer nodes
     without another member of theirs; status names each member's node. Plain HTTP gets
-    nothing from a member. Certificates of a 180 s lifetime are renewed in their last
+    nothing from a member. Certificates of a 240 s lifetime are renewed in their last
     third while a writer runs over TLS: every member serves a new certificate before the
     first ones expire, new handshakes work after that, and no acknowledged write is lost."""
     pytest.importorskip("aetcd", reason="the writer talks to etcd with aetcd's stubs")
@@ -264,7 +264,7 @@ def test_a_tls_clusters_members_spread_one_per_node_and_renew_their_certificates
     from tests.e2e import etcd_env
 
     name = "spread"
-    tls = {"mode": "auto", "certificateLifetimeSeconds": 180}
+    tls = {"mode": "auto", "certificateLifetimeSeconds": 240}
     etcd_env.create_cluster(kube, "spread", name, replicas=3, version="3.5.1", tls=tls)
     etcd_env.wait_running(kube, "spread", name, 3, timeout=180)
     pods = kube.get(
@@ -301,7 +301,7 @@ def test_a_tls_clusters_members_spread_one_per_node_and_renew_their_certificates
                 for m in members
             )
 
-        wait_for(renewed, 240, "every member serving a renewed certificate", interval=2)
+        wait_for(renewed, 300, "every member serving a renewed certificate", interval=2)
         renewed_at = datetime.datetime.now(datetime.UTC)
         print(f"renewed {(expiry - renewed_at).total_seconds():.0f}s before the first expiry")
         assert renewed_at < expiry, "a member served an expired certificate"
