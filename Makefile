@@ -33,7 +33,8 @@ help:
 	@echo "make bench-edges    upgrade edges of 2,000/10,000-entry channels with skips/skipRange"
 	@echo "make bench-bundle   render/validate 1-5 MB bundles (ratio to ../shared/peers/opm if present)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
-	@echo "make bench-etcd     etcd operator: create, scale, recovery and upgrade times"
+	@echo "make bench-etcd     etcd operator on 3 nodes: create (TLS too), scale, recovery, upgrade,"
+	@echo "                    certificate renewal, node loss and disaster recovery times"
 	@echo "make bench-images   the Python base's cold/warm build time, every image's size"
 	@echo "make bench-upgrade  install and per-hop seconds of every release upgraded through OLM"
 
