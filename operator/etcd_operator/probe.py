@@ -20,14 +20,15 @@ from etcd_operator.tls import Credentials
 KEYS = {f"olmtool-probe/{i:03d}": f"value-{i}" for i in range(50)}
 PREFIX = b"olmtool-probe/"
 TIMEOUT = 5.0
-GROUP_PATH = "/apis/etcd.olmtool.dev/v1beta1"
 
 
 def _endpoint(kube: Any, namespace: str, cluster: dict[str, Any]) -> etcd.Endpoint:
     name = cluster["metadata"]["name"]
     service = kube.get(f"/api/v1/namespaces/{namespace}/services/{name}-client")
     address = f"{service['spec']['clusterIP']}:2379"
-    current = kube.get(f"{GROUP_PATH}/namespaces/{namespace}/etcdclusters/{name}")
+    # the version the example was written in: the oldest releases serve only v1alpha1
+    group_version = cluster["apiVersion"]
+    current = kube.get(f"/apis/{group_version}/namespaces/{namespace}/etcdclusters/{name}")
     secret_name = ((current.get("status") or {}).get("tls") or {}).get("clientSecret")
     if not secret_name:
         return etcd.Endpoint(f"http://{address}")

@@ -198,11 +198,13 @@ def test_the_upgrade_probe_speaks_tls_to_a_cluster_whose_status_says_so() -> Non
     plain = _SyncKube(
         {
             "/api/v1/namespaces/ns/services/ex-client": service,
-            "/apis/etcd.olmtool.dev/v1beta1/namespaces/ns/etcdclusters/ex": {"status": {}},
+            "/apis/etcd.olmtool.dev/v1alpha1/namespaces/ns/etcdclusters/ex": {"status": {}},
         }
     )
-    cluster_body = {"metadata": {"name": "ex"}}
-    assert probe._endpoint(plain, "ns", cluster_body).url == "http://10.96.0.7:2379"
+    # read in the version the example was written in: 0.1.0 serves only v1alpha1
+    oldest = {"apiVersion": "etcd.olmtool.dev/v1alpha1", "metadata": {"name": "ex"}}
+    assert probe._endpoint(plain, "ns", oldest).url == "http://10.96.0.7:2379"
+    cluster_body = {"apiVersion": "etcd.olmtool.dev/v1beta1", "metadata": {"name": "ex"}}
     secret = {
         "data": {k: base64.b64encode(k.encode()).decode() for k in ("ca.crt", "tls.crt", "tls.key")}
     }
