@@ -29,7 +29,7 @@ __all__ = lazy_package(
             "OpmCompat",
         ),
         "olmtool.catalog.declcfg": ("DeclarativeConfig",),
-        "olmtool.catalog.error_tree": ("error_tree_lines",),
+        "olmtool.catalog.error_tree": ("error_tree_lines", "summary_lines"),
         "olmtool.findings": ("Finding",),
         "olmtool.catalog.graph": (
             "ChannelView",

@@ -64,3 +64,40 @@ def error_tree_lines(findings: list[Finding]) -> list[str]:
 
 def error_tree_text(findings: list[Finding]) -> str:
     return "\n".join(error_tree_lines(findings))
+
+
+GROUP_ABOVE = 10  # a check with more findings than this is summarized in text output
+EXAMPLES = 3
+
+
+def summary_lines(findings: list[Finding], *, verbose: bool = False) -> list[str]:
+    """The error tree for people: a check found more than :data:`GROUP_ABOVE` times is
+    left out of the tree and summarized after it, with its count, how many packages it
+    touches and :data:`EXAMPLES` examples (``verbose``: the whole tree, every finding)."""
+    by_check: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_check.setdefault(finding.check, []).append(finding)
+    repeated = {} if verbose else {c: f for c, f in by_check.items() if len(f) > GROUP_ABOVE}
+    listed = [f for f in findings if f.check not in repeated]
+    lines = error_tree_lines(listed) if listed else []
+    if not repeated:
+        return lines
+    lines.append("repeated findings (--verbose or -o json lists every one):")
+    for check, group in sorted(repeated.items(), key=lambda item: (-len(item[1]), item[0])):
+        severity = "error" if any(f.severity == "error" for f in group) else "warning"
+        packages = len({f.package for f in group if f.package})
+        where = f" in {packages:,} package(s)" if packages else ""
+        lines.append(f"  {severity} [{check}]: {len(group):,} findings{where}, e.g.")
+        lines.extend(f"    {_example(f)}" for f in group[:EXAMPLES])
+        lines.append(f"    ... and {len(group) - EXAMPLES:,} more")
+    return lines
+
+
+def _example(finding: Finding) -> str:
+    owner = ", ".join(
+        part
+        for part in (f'package "{finding.package}"' if finding.package else "", finding.scope)
+        if part
+    )
+    where = f" ({finding.location})" if finding.location else ""
+    return f"{owner + ': ' if owner else ''}{finding.message}{where}"

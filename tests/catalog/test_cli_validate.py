@@ -246,3 +246,74 @@ def test_input_error_is_one_line_on_stderr(tmp_path: Path) -> None:
 def test_usage_errors_exit_2(here: Path) -> None:
     assert validate(".", "-o", "xml").returncode == 2
     assert validate().returncode == 2
+
+
+# --- many findings of one check ----------------------------------------------------------
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _write_repeated_findings(here: Path, packages: int, bundles: int) -> None:
+    """``packages`` packages of ``bundles`` bundles, each channel entry skipping a bundle
+    that does not exist: one skips-unknown warning per bundle; the first package also has
+    an icon of an unknown media type (one more warning)."""
+    for p in range(packages):
+        package = f"p{p:02d}"
+        docs: list[dict[str, object]] = [{"schema": "olm.package", "name": package}]
+        if p == 0:
+            docs[0]["icon"] = {"base64data": "PHN2Zy8+", "mediatype": "image/bmp"}
+        entries = []
+        for i in range(bundles):
+            name = f"{package}.v1.{i}.0"
+            entry: dict[str, object] = {"name": name, "skips": [f"{package}.v0.{i}.0"]}
+            if i:
+                entry["replaces"] = f"{package}.v1.{i - 1}.0"
+            entries.append(entry)
+            docs.append(
+                {
+                    "schema": "olm.bundle",
+                    "name": name,
+                    "package": package,
+                    "image": f"quay.io/example/{package}-bundle:v1.{i}.0",
+                    "properties": [
+                        {
+                            "type": "olm.package",
+                            "value": {"packageName": package, "version": f"1.{i}.0"},
+                        }
+                    ],
+                }
+            )
+        docs[0]["defaultChannel"] = "stable"
+        docs.insert(
+            1, {"schema": "olm.channel", "name": "stable", "package": package, "entries": entries}
+        )
+        (here / package).mkdir()
+        text = "\n".join(json.dumps(d, indent=4) for d in docs) + "\n"
+        (here / package / "catalog.json").write_text(text)
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if not path.exists():  # the first run writes it: review it, then commit it
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def test_a_check_found_many_times_is_summarized_with_a_count_and_examples(here: Path) -> None:
+    _write_repeated_findings(here, packages=3, bundles=6)
+    grouped = validate(".")
+    assert grouped.returncode == 0
+    _golden("validate-repeated.txt", grouped.stdout)
+    assert "18 findings in 3 package(s)" in grouped.stdout
+    assert grouped.stdout.count("skips-unknown") == 1  # the icon warning stays in the tree
+    every = validate(".", "--verbose")
+    _golden("validate-repeated-verbose.txt", every.stdout)
+    assert every.stdout.count("[skips-unknown]") == 18
+
+
+def test_json_output_lists_every_repeated_finding(here: Path) -> None:
+    _write_repeated_findings(here, packages=3, bundles=6)
+    machine = validate(".", "-o", "json").stdout
+    _golden("validate-repeated.json", machine)
+    checks = [f["check"] for f in json.loads(machine)["findings"]]
+    assert checks.count("skips-unknown") == 18 and checks.count("icon") == 1

@@ -26,6 +26,12 @@ def validate(
         help=f"Optional suites to run too ({', '.join(CATALOG_SUITES)}: what OLM v1 "
         "cannot install or upgrade to); comma lists allowed.",
     ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="List every finding (text output summarizes a check found more than 10 times).",
+    ),
     list_checks: bool = out.ListChecksOption,
     ignore: list[str] = out.ignore_option("catalog validate"),
     config: Path | None = out.ConfigOption,
@@ -48,6 +54,8 @@ def validate(
 
       olmtool catalog validate catalog/ --strict -o json
 
+      olmtool catalog validate catalog/ --verbose    # every finding, none summarized
+
       olmtool catalog validate catalog/ --select olm-v1 --ignore 'olm-v1/image-empty:legacy/*=served to OLM v0 only'
 
       olmtool catalog validate --list-checks
@@ -66,10 +74,11 @@ def validate(
 
     def text() -> None:
         if report.findings:
-            from olmtool.catalog import error_tree_lines
+            from olmtool.catalog import summary_lines
 
-            for line in error_tree_lines(report.findings):
-                out.stdout.print(out.escape(line))
+            # one write: a catalog can hold tens of thousands of findings
+            lines = summary_lines(report.findings, verbose=verbose)
+            out.stdout.print(out.escape("\n".join(lines)))
         out.print_waivers(report)
         verdict = "[green]valid[/]" if passed else "[red]invalid[/]"
         out.stdout.print(
