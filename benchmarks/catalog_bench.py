@@ -15,7 +15,7 @@ With ``OPM=/path/to/opm`` the same runs against opm and the table gets olmtool/o
 Then (unless ``--quick`` or ``--no-load``) ``bench_serve_load.py``: 50 and 200 concurrent
 gRPC clients against both servers, refused calls and p50/p99 latency side by side.
 
-    python benchmarks/catalog_bench.py                      # sizes 1,10,100,1000
+    python benchmarks/catalog_bench.py                      # sizes 50,125,1000
     python benchmarks/catalog_bench.py --sizes 1 --quick    # a smoke run in seconds
 """
 
@@ -43,6 +43,8 @@ DEFAULT_WORKDIR = Path.home() / ".cache" / "olmtool" / "bench"
 SERVE_START_TIMEOUT = 600.0  # seconds; opm serve on big catalogs is known to need minutes
 GET_BUNDLE_CALLS = 2000
 GET_BUNDLE_CALLS_QUICK = 200
+FLOOR_MAX_RATIO = 2.0  # validate's time over the floor's at the largest size
+SMALL_MAX_RATIO = 0.25  # validate's time over opm's at (about) 1,000 bundles
 LINEAR_MAX_RATIO = 1.5  # max/min MB per 1k bundles still called "linear"
 LINEAR_MIN_DELTA = 1000  # bundles between two sizes for a slope to count in the verdict
 MB = 1024 * 1024
@@ -90,6 +92,7 @@ class SizeResult:
     disk_mb: float
     generated_s: float | None  # None when the catalog came from the cache
     tools: dict[str, ToolResult] = field(default_factory=dict)
+    floor: Run | None = None  # child_floor: reading and parsing, validate's lower bound
 
 
 class BenchError(Exception):
@@ -128,9 +131,42 @@ def child_render(directory: str) -> dict[str, Any]:
     return {"errors": len(result.errors), "chars": written}
 
 
+def child_floor(directory: str) -> dict[str, Any]:
+    """What validating cannot avoid: read every file, parse every document and decode
+    every ``olm.bundle.object`` (base64, then JSON), with the standard library's JSON (the
+    parser olmtool uses: it measured as fast as orjson and msgspec on catalogs, whose
+    documents are mostly long base64 strings). Nothing is kept: a file's documents are
+    dropped before the next file is read."""
+    import base64
+
+    decoder = json.JSONDecoder()
+    documents = objects = 0
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            with open(os.path.join(root, name), "rb") as file:
+                text = file.read().decode()
+            position, length = 0, len(text)
+            while True:
+                while position < length and text[position] in " \t\r\n":
+                    position += 1
+                if position >= length:
+                    break
+                document, position = decoder.raw_decode(text, position)
+                documents += 1
+                if document.get("schema") != "olm.bundle":
+                    continue
+                for prop in document.get("properties") or ():
+                    if prop.get("type") == "olm.bundle.object":
+                        json.loads(base64.b64decode(prop["value"]["data"]))
+                        objects += 1
+    return {"documents": documents, "objects": objects}
+
+
 CHILDREN: dict[str, Callable[[str], dict[str, Any]]] = {
     "validate": child_validate,
     "render": child_render,
+    "floor": child_floor,
 }
 
 
@@ -612,6 +648,39 @@ def ratio(size: SizeResult, metric: str) -> float | None:
     return ours / theirs if ours is not None and theirs else None
 
 
+def validate_seconds(size: SizeResult, tool: str) -> float | None:
+    result = size.tools.get(tool)
+    return RATIO_METRICS["validate s"](result) if result else None
+
+
+def floor_ratio(size: SizeResult) -> float | None:
+    """olmtool's validate time as a multiple of the floor's (1 would be the floor)."""
+    ours = validate_seconds(size, "olmtool")
+    floor = size.floor.seconds if size.floor and size.floor.ok else None
+    return ours / floor if ours is not None and floor else None
+
+
+def floor_table(results: list[SizeResult]) -> Any:
+    from rich.table import Table
+
+    table = Table(
+        title="validate against its floor (read every file, parse every document, decode "
+        "every olm.bundle.object) and against opm"
+    )
+    for header in ("bundles", "floor s", "olmtool s", "opm s", "olmtool/floor", "olmtool/opm"):
+        table.add_column(header, justify="right")
+    for size in results:
+        table.add_row(
+            f"{size.bundles:,}",
+            _fmt(size.floor.seconds if size.floor and size.floor.ok else None),
+            _fmt(validate_seconds(size, "olmtool")),
+            _fmt(validate_seconds(size, "opm")),
+            _fmt(floor_ratio(size)),
+            _fmt(ratio(size, "validate s")),
+        )
+    return table
+
+
 def ratio_table(results: list[SizeResult]) -> Any:
     from rich.table import Table
 
@@ -659,9 +728,19 @@ def linearity(results: list[SizeResult], tool: str) -> tuple[float | None, str]:
 
 def verdicts(results: list[SizeResult]) -> list[str]:
     largest = max(results, key=lambda s: s.bundles)
+    small = min(results, key=lambda s: abs(s.bundles - 1000))
     worst, detail = linearity(results, "olmtool")
     linear = None if worst is None else worst <= LINEAR_MAX_RATIO
+    over_floor = floor_ratio(largest)
     return [
+        _verdict(
+            None if over_floor is None else over_floor <= FLOOR_MAX_RATIO,
+            f"validate at {largest.bundles:,} bundles <= {FLOOR_MAX_RATIO:g}x the floor: "
+            + ("not measured" if over_floor is None else f"{over_floor:.2f}x"),
+        ),
+        versus_opm(
+            small, "validate s", SMALL_MAX_RATIO, f"validate at {small.bundles:,} bundles"
+        ),
         versus_opm(largest, "validate s", 1.0, "validate no slower than opm"),
         versus_opm(largest, "serve up s", 1.0, "serve start-up no slower than opm"),
         versus_opm(largest, "RSS listed MB", 0.5, "serve RSS <= 1/2 opm at largest size"),
@@ -682,6 +761,7 @@ def print_report(results: list[SizeResult], opm: str | None, total_s: float) -> 
         for tool, result in size.tools.items():
             for note in filter(None, [*_notes(result), result.serve_note]):
                 console.print(f"{tool} at {size.bundles:,} bundles: {note}", markup=False)
+    console.print(floor_table(results))
     if opm:
         console.print(ratio_table(results))
     else:
@@ -717,8 +797,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sizes",
         type=parse_sizes,
-        default=[1, 10, 100, 1000],
-        help="package counts, comma-separated (default 1,10,100,1000)",
+        default=[50, 125, 1000],
+        help="package counts, comma-separated (default 50,125,1000: 1,000, 2,500 and "
+        "20,000 bundles)",
     )
     parser.add_argument("--bundles-per-package", type=int, default=20)
     parser.add_argument(
@@ -769,6 +850,9 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"{directory}: {size.bundles:,} bundles, {size.disk_mb:.1f} MB ({how})")
         for tool in ["olmtool", "opm"] if opm else ["olmtool"]:
             size.tools[tool] = bench_tool(tool, directory, logs, calls, repeat, opm, progress)
+        stem = logs / f"{directory.name}-floor"
+        size.floor = floor = measure_batch("olmtool", "floor", directory, stem, None, repeat)
+        progress(f"floor (read + parse + decode objects): {floor.seconds:.2f} s {floor.note}")
         results.append(size)
     print_report(results, opm, time.perf_counter() - started)
     if args.load if args.load is not None else not args.quick:

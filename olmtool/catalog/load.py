@@ -558,15 +558,33 @@ def load_texts(texts: dict[str, str]) -> LoadResult:
     return _decode_files(parse_blobs(texts[file], file) for file in sorted(texts))
 
 
+def iter_file_configs(root: str | Path) -> Iterator[LoadResult]:
+    """:func:`load_catalog` one file at a time, in walk order: each file's blobs and
+    findings, so that a reader that keeps little of each (validate) never holds the whole
+    catalog."""
+    for blobs, problems in iter_raw_blobs(Path(root)):
+        yield _decode_file(blobs, problems)
+
+
+def _decode_file(blobs: list[RawBlob], problems: list[Finding]) -> LoadResult:
+    result = LoadResult(dc.DeclarativeConfig(), list(problems))
+    _decode_into(blobs, result)
+    return result
+
+
 def _decode_files(files: Iterable[tuple[list[RawBlob], list[Finding]]]) -> LoadResult:
     result = LoadResult(dc.DeclarativeConfig())
     for blobs, problems in files:
         result.findings.extend(problems)
-        for blob in blobs:
-            problem = decode_blob(blob, result.config)
-            if problem is not None:
-                result.findings.append(problem)
+        _decode_into(blobs, result)
     return result
+
+
+def _decode_into(blobs: list[RawBlob], result: LoadResult) -> None:
+    for blob in blobs:
+        problem = decode_blob(blob, result.config)
+        if problem is not None:
+            result.findings.append(problem)
 
 
 def load_catalog_strict(root: str | Path) -> dc.DeclarativeConfig:

@@ -41,14 +41,7 @@ def build_model(
     'etcdoperator.v0.9.4'
     """
     builder = ModelBuilder(inspect_bundle=inspect_bundle)
-    for package in config.packages:
-        builder.add_package(package)
-    for bundle in config.bundles:
-        builder.add_bundle(bundle)
-    for channel in config.channels:
-        builder.add_channel(channel)
-    for deprecation in config.deprecations:
-        builder.add_deprecation(deprecation)
+    builder.add_config(config)
     return builder.finish()
 
 
@@ -117,6 +110,17 @@ class ModelBuilder:
         self.findings.append(finding(check, message, origin, package, scope))
 
     # --- feeding blobs --------------------------------------------------------------------
+
+    def add_config(self, config: dc.DeclarativeConfig) -> None:
+        """Every blob of ``config`` (they may come in any order: :meth:`finish` links)."""
+        for package in config.packages:
+            self.add_package(package)
+        for bundle in config.bundles:
+            self.add_bundle(bundle)
+        for channel in config.channels:
+            self.add_channel(channel)
+        for deprecation in config.deprecations:
+            self.add_deprecation(deprecation)
 
     def add_package(self, package: dc.Package) -> None:
         name = package.name
