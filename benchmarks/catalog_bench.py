@@ -738,9 +738,7 @@ def verdicts(results: list[SizeResult]) -> list[str]:
             f"validate at {largest.bundles:,} bundles <= {FLOOR_MAX_RATIO:g}x the floor: "
             + ("not measured" if over_floor is None else f"{over_floor:.2f}x"),
         ),
-        versus_opm(
-            small, "validate s", SMALL_MAX_RATIO, f"validate at {small.bundles:,} bundles"
-        ),
+        versus_opm(small, "validate s", SMALL_MAX_RATIO, f"validate at {small.bundles:,} bundles"),
         versus_opm(largest, "validate s", 1.0, "validate no slower than opm"),
         versus_opm(largest, "serve up s", 1.0, "serve start-up no slower than opm"),
         versus_opm(largest, "RSS listed MB", 0.5, "serve RSS <= 1/2 opm at largest size"),
