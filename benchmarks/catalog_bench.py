@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -480,12 +481,15 @@ def serve_batch(
     runs = []
     for attempt in range(repeat):
         port = free_port()
-        argv = (
-            opm_serve_argv(opm, directory, port)
-            if tool == "opm" and opm
-            else olmtool_serve_argv(directory, port)
-        )
-        runs.append(measure_serve(argv, port, calls, stem.with_name(f"{stem.name}-{attempt}")))
+        log_stem = stem.with_name(f"{stem.name}-{attempt}")
+        if tool == "opm" and opm:
+            # opm v1.26 serve without --cache-dir fails ("DirFS with empty root"); an
+            # empty cache each time keeps it a cold start, as olmtool's is
+            with tempfile.TemporaryDirectory(dir=stem.parent) as cache:
+                argv = [*opm_serve_argv(opm, directory, port), "--cache-dir", cache]
+                runs.append(measure_serve(argv, port, calls, log_stem))
+        else:
+            runs.append(measure_serve(olmtool_serve_argv(directory, port), port, calls, log_stem))
     return median_serve(runs)
 
 
