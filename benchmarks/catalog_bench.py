@@ -113,10 +113,21 @@ def _vm_status(pid: int | str, key: str) -> float:
 
 
 def child_validate(directory: str) -> dict[str, Any]:
+    import resource
+
+    from olmtool.catalog import reduce
     from olmtool.catalog.validate import validate_catalog
 
     report = validate_catalog(directory)
-    return {"errors": len(report.errors), "warnings": len(report.warnings)}
+    # a big catalog is read by worker processes: their peaks count too (each at most
+    # the biggest one's, an upper bound of their sum)
+    workers = min(len(os.sched_getaffinity(0)), reduce.MAX_WORKERS)
+    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {
+        "errors": len(report.errors),
+        "warnings": len(report.warnings),
+        "workers_mb": workers * worker_mb if worker_mb else 0.0,
+    }
 
 
 def child_render(directory: str) -> dict[str, Any]:
@@ -232,6 +243,7 @@ def measure_olmtool_child(kind: str, directory: Path, log_stem: Path) -> Run:
     )
     if run.ok:
         found = json.loads(stdout.strip().splitlines()[-1])
+        run.peak_mb += found.get("workers_mb", 0.0)
         if found.get("errors"):
             run.ok, run.note = False, f"{found['errors']} error(s) reported"
     return run

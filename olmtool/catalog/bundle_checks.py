@@ -17,6 +17,7 @@ from olmtool.catalog.model import Bundle
 from olmtool.errors import InputError
 from olmtool.findings import Finding
 from olmtool.images import parse_reference
+from olmtool.images.reference import is_common_reference
 from olmtool.k8snames import DNS_SUBDOMAIN, dns1035_label_problem
 
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
@@ -105,7 +106,7 @@ def _check_images(bundle: dc.Bundle, out: _BundleFindings) -> None:
         ("image", bundle.image),
         *(("relatedImages", r.image) for r in bundle.related_images),
     ]:
-        if image and (problem := _reference_problem(image)):
+        if image and not is_common_reference(image) and (problem := _reference_problem(image)):
             out.add("image-reference", f"{where} {image!r}: {problem}")
     for related in bundle.related_images:
         if not related.image:

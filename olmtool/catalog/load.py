@@ -239,7 +239,8 @@ def iter_json_spans(text: str, file: str) -> Iterator[tuple[dict[str, Any], int,
     value may not give back: ``1.50``, ``1E5``)."""
     inputlimits.ensure_recursion_room()
     position, line, length = 0, 1, len(text)
-    surrogates = _SURROGATE_ESCAPE.search(text) is not None
+    # str's substring search is far faster than the expression's scan of a big file
+    surrogates = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
     floats = 0
 
     def counted_float(number: str) -> float:
@@ -558,16 +559,16 @@ def load_texts(texts: dict[str, str]) -> LoadResult:
     return _decode_files(parse_blobs(texts[file], file) for file in sorted(texts))
 
 
-def iter_file_configs(root: str | Path) -> Iterator[LoadResult]:
-    """:func:`load_catalog` one file at a time, in walk order: each file's blobs and
-    findings, so that a reader that keeps little of each (validate) never holds the whole
-    catalog."""
-    for blobs, problems in iter_raw_blobs(Path(root)):
-        yield _decode_file(blobs, problems)
-
-
-def _decode_file(blobs: list[RawBlob], problems: list[Finding]) -> LoadResult:
-    result = LoadResult(dc.DeclarativeConfig(), list(problems))
+def load_file(path: Path, inside: Path | None) -> LoadResult:
+    """One file of a catalog (``inside``: the catalog's directory, None for a lone file)
+    loaded as :func:`load_catalog` loads each: its blobs decoded, its defects findings."""
+    file = display_path(path)
+    try:
+        text = read_catalog_text(path, inside)
+    except InputError as exc:
+        return LoadResult(dc.DeclarativeConfig(), [_parse_finding(file, None, exc.message)])
+    blobs, problems = parse_blobs(text, file)
+    result = LoadResult(dc.DeclarativeConfig(), problems)
     _decode_into(blobs, result)
     return result
 

@@ -25,17 +25,17 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog.bundle_checks import inspect_bundle
 from olmtool.catalog.checks import CHECKS, channel_scope, check_rows, finding, ordered, origin_of
 from olmtool.catalog.error_tree import error_tree, error_tree_lines, error_tree_text
-from olmtool.catalog.load import iter_file_configs, load_catalog
+from olmtool.catalog.load import load_catalog
 from olmtool.catalog.model import (
     Channel,
     Entry,
-    ModelBuilder,
     Package,
     ResolvedCatalog,
     build_model,
     distances_to_head,
 )
 from olmtool.catalog.olmv1 import OLM_V1, check_olm_v1, select_catalog_suites
+from olmtool.catalog.reduce import reduce_catalog
 from olmtool.errors import InputError
 from olmtool.findings import Finding, Findings
 from olmtool.versions import VersionIndex, parse_range
@@ -78,32 +78,19 @@ class Report(Findings):
 def validate_catalog(root: str | Path, *, suites: Sequence[str] = ()) -> Report:
     """Load the catalog below ``root`` and validate it (plus the optional ``suites``).
 
-    Without suites the catalog is streamed: each file's bundles are inspected and reduced
-    to the model's lean records as the file is read, so the catalog's bundle objects (most
-    of its bytes) are never all in memory. The suites read whole blobs at the end."""
+    Without suites the catalog is reduced file by file (:mod:`olmtool.catalog.reduce`):
+    its bundle objects are never all in memory, and a big catalog's files are read by
+    worker processes. The suites read whole blobs at the end."""
     if suites:
         result = load_catalog(root)
         if not result.config.package_names() and not result.findings:
             raise InputError("holds no catalog blobs", path=root)
         return validate_config(result.config, load_findings=result.findings, suites=suites)
-    builder = ModelBuilder(inspect_bundle=inspect_bundle)
-    load_findings: list[Finding] = []
-    rest = dc.DeclarativeConfig()  # all but the bundles: small, resolved at the end
-    named = False
-    for file in iter_file_configs(root):
-        load_findings += file.findings
-        config = file.config
-        named = named or bool(config.package_names())
-        for bundle in config.bundles:
-            builder.add_bundle(bundle)
-        rest.packages += config.packages
-        rest.channels += config.channels
-        rest.deprecations += config.deprecations
-    if not named and not load_findings:
+    reduced = reduce_catalog(Path(root))
+    if not reduced.named and not reduced.load_findings:
         raise InputError("holds no catalog blobs", path=root)
-    builder.add_config(rest)
-    catalog = builder.finish()
-    return report([*load_findings, *catalog.findings, *check_model(catalog)])
+    catalog = reduced.catalog
+    return report([*reduced.load_findings, *catalog.findings, *check_model(catalog)])
 
 
 def validate_config(

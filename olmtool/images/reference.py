@@ -68,6 +68,23 @@ class Reference:
         return text
 
 
+# A subset of the grammar, in one expression: a registry with a dot (so it is a host),
+# lower-case path components, a tag, a sha256 digest. What it matches parses; what it
+# does not match goes through parse_reference, which says why (or accepts it after all).
+_COMMON = re.compile(
+    r"[a-z0-9]+(?:-[a-z0-9]+)*(?:\.[a-z0-9]+(?:-[a-z0-9]+)*)+(?::[0-9]+)?"
+    r"(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)+"
+    r"(?::\w[\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?",
+    re.ASCII,
+)
+
+
+def is_common_reference(text: str) -> bool:
+    """Whether ``text`` is a reference of the common form (``quay.io/org/name:tag@sha256:
+    ...``): one regular expression, for checks of many references; False says nothing."""
+    return len(text) <= _MAX_NAME and _COMMON.fullmatch(text) is not None
+
+
 def parse_reference(text: str) -> Reference:
     """Parse ``text`` with docker's defaults: Docker Hub, ``library/`` and ``:latest``.
 

@@ -123,3 +123,25 @@ def test_identifier_prefers_the_digest() -> None:
 )
 def test_is_loopback(registry: str, loopback: bool) -> None:
     assert is_loopback(registry) is loopback
+
+
+def test_the_common_form_check_accepts_only_what_parses() -> None:
+    """``is_common_reference`` is a fast subset: never True for a reference the parser
+    refuses, and True for the catalog's usual digest and tag references."""
+    from olmtool.images.reference import is_common_reference
+
+    for text, _ in INVALID:
+        assert not is_common_reference(text), text
+    for text, _ in VALID:
+        if is_common_reference(text):
+            parse_reference(text)
+    digest = "sha256:" + "a" * 64
+    for text in (
+        f"quay.io/org/op-bundle@{digest}",
+        f"registry.example.com:5000/a/b-c/d_e:v1.2.3@{digest}",
+        "gcr.io/etcd-development/etcd:v3.5.0",
+    ):
+        assert is_common_reference(text), text
+        parse_reference(text)
+    for text in ("etcd:v3", "Quay.io/x/y", "quay.io/x/Y", "quay.io/x@sha256:abc", "x" * 300):
+        assert not is_common_reference(text), text

@@ -138,21 +138,37 @@ class ModelBuilder:
 
     def add_bundle(self, bundle: dc.Bundle) -> Bundle | None:
         """The bundle's lean record, or None for a duplicate (the first one stays)."""
-        package, scope = bundle.package, bundle_scope(bundle.name)
-        if not bundle.name:
-            self._add("bundle-name", "bundle name must be set", bundle.origin, package)
-        self._bundle_packages.append((package, scope, bundle.origin))
-        first = self._bundles.get((package, bundle.name))
-        if first is not None:
-            message = f"duplicate bundle (first at {first.origin})"
-            self._add("bundle-duplicate", message, bundle.origin, package, scope)
+        if not self._admit(bundle.package, bundle.name, bundle.origin):
             return None
         record = lean_bundle(bundle)
         if self.inspect_bundle is not None:
             found, record.csv_replaces = self.inspect_bundle(bundle, record)
             self.findings.extend(found)
-        self._bundles[(package, bundle.name)] = record
+        self._bundles[(bundle.package, bundle.name)] = record
         return record
+
+    def add_record(self, record: Bundle, found: list[Finding]) -> Bundle | None:
+        """:meth:`add_bundle` for a bundle already reduced to its lean record and
+        inspected (``found``: the inspection's findings, dropped with a duplicate)."""
+        if not self._admit(record.package, record.name, record.origin):
+            return None
+        record.name, record.package = sys.intern(record.name), sys.intern(record.package)
+        self.findings.extend(found)
+        self._bundles[(record.package, record.name)] = record
+        return record
+
+    def _admit(self, package: str, name: str, origin: dc.Origin) -> bool:
+        """Whether a bundle blob takes its place (a duplicate does not)."""
+        scope = bundle_scope(name)
+        if not name:
+            self._add("bundle-name", "bundle name must be set", origin, package)
+        self._bundle_packages.append((package, scope, origin))
+        first = self._bundles.get((package, name))
+        if first is not None:
+            message = f"duplicate bundle (first at {first.origin})"
+            self._add("bundle-duplicate", message, origin, package, scope)
+            return False
+        return True
 
     def add_channel(self, channel: dc.Channel) -> None:
         self._channels.append(channel)
