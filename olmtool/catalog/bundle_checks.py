@@ -16,8 +16,7 @@ from olmtool.catalog.checks import bundle_scope, finding
 from olmtool.catalog.model import Bundle
 from olmtool.errors import InputError
 from olmtool.findings import Finding
-from olmtool.images import parse_reference
-from olmtool.images.reference import is_common_reference
+from olmtool.images import is_common_reference, parse_reference
 from olmtool.k8snames import DNS_SUBDOMAIN, dns1035_label_problem
 
 _KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")

@@ -61,6 +61,7 @@ __all__ = lazy_package(
         "olmtool.images.reference": (
             "Reference",
             "expand_image",
+            "is_common_reference",
             "is_loopback",
             "parse_reference",
         ),
