@@ -52,7 +52,7 @@ Progress = Callable[[str], None] | None
 PYTHON = "3.11"  # olmtool's Python base: Debian bookworm's CPython
 PYTHON_FULL = "3.11.2"
 # What ``olmtool catalog serve`` imports (the CLI: typer, rich; loading: PyYAML, semver,
-# pathspec; serving: grpcio and its health, reflection and protobuf), the roots of
+# pathspec, orjson; serving: grpcio and its health, reflection and protobuf), the roots of
 # :func:`runtime_pins`; tests/catalog/test_catalog_image.py checks a real run against it.
 SERVE_REQUIREMENTS = (
     "typer",
@@ -60,6 +60,7 @@ SERVE_REQUIREMENTS = (
     "pyyaml",
     "semver",
     "pathspec",
+    "orjson",
     "grpcio",
     "grpcio-health-checking",
     "grpcio-reflection",
