@@ -88,7 +88,8 @@ def test_runner_prints_table(tmp_path: Path) -> None:
     assert float(cells[4]) > 0 and float(cells[5]) > 0  # validate s, MB
     assert "serve: not available" in out or float(cells[8]) > 0  # serve up s
     assert "opm: not measured (set OPM=/path/to/opm)" in out
-    assert "memory linear" in out
+    assert "memory at most linear" in out
+    assert "olmtool/floor" in out and "x the floor: " in out  # validate beside its floor
     assert "total wall time" in out
 
 
