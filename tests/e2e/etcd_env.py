@@ -268,6 +268,22 @@ def get_prefix(endpoint: str, prefix: str) -> dict[str, str]:
     return asyncio.run(run())
 
 
+def get_prefix_retrying(endpoint: str, prefix: str, timeout: float = 30.0) -> dict[str, str]:
+    """:func:`get_prefix`, retried while the connection is refused or the cluster is
+    unavailable, as etcd's own clients retry: just after a member restarts, the client
+    Service may still route to it before it listens again."""
+    import aetcd.exceptions
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return get_prefix(endpoint, prefix)
+        except (aetcd.exceptions.ConnectionFailedError, aetcd.exceptions.ConnectionTimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 class Writer(threading.Thread):
     """Puts ``prefix/<n>`` keys one after the other until stopped; ``acked`` holds the keys
     etcd acknowledged, ``failed`` counts attempts that got an error (retried later)."""

@@ -30,6 +30,7 @@ from tests.e2e.etcd_env import (
     create_cluster,
     get_cluster,
     get_prefix,
+    get_prefix_retrying,
     member_pid,
     patch_spec,
     put_keys,
@@ -210,7 +211,7 @@ def test_killed_member_comes_back_with_its_data(env: Env) -> None:
     wait_running(env.kube, env.watched, name, 3)
     after = _member_ids(env, name)
     assert after == before  # same member, same ID: it came back with its data
-    assert get_prefix(endpoint, f"{name}/") == {f"{name}/kept": "yes"}
+    assert get_prefix_retrying(endpoint, f"{name}/") == {f"{name}/kept": "yes"}
 
 
 def test_member_that_lost_its_data_is_replaced(env: Env) -> None:
