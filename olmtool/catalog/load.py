@@ -540,13 +540,17 @@ def iter_raw_blobs(root: Path) -> Iterator[tuple[list[RawBlob], list[Finding]]]:
         yield [], problems
     inside = root if root.is_dir() else None
     for path in files:
-        file = display_path(path)
-        try:
-            text = read_catalog_text(path, inside)
-        except InputError as exc:
-            yield [], [_parse_finding(file, None, exc.message)]
-            continue
-        yield parse_blobs(text, file)
+        yield _file_blobs(path, inside)
+
+
+def _file_blobs(path: Path, inside: Path | None) -> tuple[list[RawBlob], list[Finding]]:
+    """One file's blobs and parse problems (a file that cannot be read: one finding)."""
+    file = display_path(path)
+    try:
+        text = read_catalog_text(path, inside)
+    except InputError as exc:
+        return [], [_parse_finding(file, None, exc.message)]
+    return parse_blobs(text, file)
 
 
 def load_catalog(root: str | Path) -> LoadResult:
@@ -562,12 +566,7 @@ def load_texts(texts: dict[str, str]) -> LoadResult:
 def load_file(path: Path, inside: Path | None) -> LoadResult:
     """One file of a catalog (``inside``: the catalog's directory, None for a lone file)
     loaded as :func:`load_catalog` loads each: its blobs decoded, its defects findings."""
-    file = display_path(path)
-    try:
-        text = read_catalog_text(path, inside)
-    except InputError as exc:
-        return LoadResult(dc.DeclarativeConfig(), [_parse_finding(file, None, exc.message)])
-    blobs, problems = parse_blobs(text, file)
+    blobs, problems = _file_blobs(path, inside)
     result = LoadResult(dc.DeclarativeConfig(), problems)
     _decode_into(blobs, result)
     return result
