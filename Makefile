@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= auto
 
-.PHONY: help install tools assets e2e-assets demo generate lock images proto bench bench-edges bench-bundle bench-cluster bench-etcd bench-images bench-upgrade lint format test test-unit test-e2e clean
+.PHONY: help install tools assets e2e-assets demo generate lock images proto bench bench-edges bench-bundle bench-image-render bench-cluster bench-etcd bench-images bench-upgrade lint format test test-unit test-e2e clean
 
 help:
 	@echo "make install    .venv with olmtool and its test tools (about 1 min); then"
@@ -29,8 +29,9 @@ help:
 	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
 	@echo "make lock       re-resolve operator/requirements.lock from requirements.in (pip)"
 	@echo "make images     build the operator image and push every bundle tag to 127.0.0.1:5000"
-	@echo "make bench      catalog benchmarks up to 20,000 bundles (OPM=/path/to/opm compares)"
+	@echo "make bench      catalog benchmarks up to 20,000 bundles, 200 bundle images (OPM=... compares)"
 	@echo "make bench-edges    upgrade edges of 2,000/10,000-entry channels with skips/skipRange"
+	@echo "make bench-image-render  render 200 bundle images from a loopback registry (ratio to opm)"
 	@echo "make bench-bundle   render/validate 1-5 MB bundles (ratio to ../shared/peers/opm if present)"
 	@echo "make bench-cluster  local cluster start-up and Deployment-to-Ready times"
 	@echo "make bench-etcd     etcd operator on 3 nodes: create (TLS too), scale, recovery, upgrade,"
@@ -97,6 +98,10 @@ images: install
 
 bench: install
 	$(BIN)/python benchmarks/catalog_bench.py
+	$(BIN)/python benchmarks/bench_image_render.py
+
+bench-image-render: install
+	$(BIN)/python benchmarks/bench_image_render.py
 
 bench-edges: install
 	$(BIN)/python benchmarks/bench_upgrade_edges.py

@@ -41,6 +41,8 @@ __all__ = lazy_package(
         "olmtool.bundle.settings": ("BundleSettings",),
         "olmtool.bundle.source": (
             "bundle_directory",
+            "fetch_image",
+            "image_bundle",
             "open_bundle",
             "resolve_source",
             "unpacked_image",

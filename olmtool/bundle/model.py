@@ -7,6 +7,7 @@ finding of the ``loader`` suite, so that validation reports every problem at onc
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from olmtool import yamlread
 from olmtool.bundle import format as fmt
 from olmtool.errors import InputError, display_path
 from olmtool.findings import Finding, Severity
-from olmtool.safefiles import read_regular
+from olmtool.safefiles import MAX_FILE_BYTES, read_regular
 
 
 @dataclass
@@ -138,7 +139,8 @@ class Bundle:
         line: int | None = None,
         severity: Severity = "error",
     ) -> None:
-        where = self.display(file) if file is not None else display_path(self.root)
+        # the bundle itself: an image by its reference, never an unpacked copy's path
+        where = self.display(file) if file is not None else self.label or display_path(self.root)
         self.problems.append(Finding(check, severity, message, where, line))
 
 
@@ -151,6 +153,28 @@ def load_bundle(root: Path, *, label: str | None = None) -> Bundle:
         raise InputError("not a bundle directory (expected manifests/ and metadata/)", path=root)
     bundle = Bundle(root=root, label=label)
     _read_tree(bundle)
+    _load_manifests(bundle)
+    _load_annotations(bundle)
+    return bundle
+
+
+def load_bundle_tree(
+    files: Mapping[str, bytes], directories: Iterable[str], *, label: str
+) -> Bundle:
+    """A bundle whose tree is already in memory (an image's regular files and
+    directories), with the findings :func:`load_bundle` gives for that tree on disk."""
+    bundle = Bundle(root=Path(label), label=label)
+    bundle.directories.update(directories)
+    for relative in sorted(files):
+        data = files[relative]
+        if len(data) > MAX_FILE_BYTES:  # as read_regular refuses it on disk
+            bundle.unreadable.add(relative)
+            message = f"{len(data)} bytes, more than the {MAX_FILE_BYTES} allowed"
+            bundle.problem(
+                _UNREADABLE, f"{message}: only regular files inside the bundle are read", relative
+            )
+        else:
+            bundle.files[relative] = data
     _load_manifests(bundle)
     _load_annotations(bundle)
     return bundle

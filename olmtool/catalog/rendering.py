@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from olmtool.bundle import Bundle as BundleFiles
-from olmtool.bundle import format as fmt
 from olmtool.bundle import (
+    fetch_image,
+    image_bundle,
     load_bundle,
     open_bundle,
     resolve_source,
     unpacked_image,
 )
+from olmtool.bundle import format as fmt
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import opm_bundle
 from olmtool.catalog import properties as props
@@ -31,7 +33,7 @@ from olmtool.catalog.load import read_catalog_text, walk_catalog
 from olmtool.catalog.opm_bundle import dig
 from olmtool.catalog.opmtext import load_catalog_as_opm, load_texts_as_opm
 from olmtool.errors import InputError, display_path
-from olmtool.images import Source, SourceKind, expand_image
+from olmtool.images import Image, Source, SourceKind, expand_image, pull_all
 
 CATALOG_LABEL = "operators.operatorframework.io.index.configs.v1"
 SKIP_RANGE_ANNOTATION = "olm.skipRange"
@@ -78,26 +80,37 @@ class RenderedBundle:
 def render(
     sources: Iterable[str | Path], *, payload: BundlePayload = BundlePayload.objects
 ) -> dc.DeclarativeConfig:
-    """Every source (bundle dir, FBC dir or file, bundle or catalog image) as one config."""
+    """Every source (bundle dir, FBC dir or file, bundle or catalog image) as one config.
+
+    Images in registries are pulled a few at a time ahead of rendering (shared
+    connections); rendering and its errors keep the order of ``sources``."""
     config = dc.DeclarativeConfig()
-    for source in sources:
-        config.extend(render_source(str(source), payload=payload))
+    resolved = [resolve_source(str(source)) for source in sources]
+    in_registries = [source.text for source in resolved if source.kind is SourceKind.image]
+    pulled = pull_all(in_registries) if len(in_registries) > 1 else None
+    for source in resolved:
+        image = next(pulled) if pulled and source.kind is SourceKind.image else None
+        config.extend(render_source(source, payload=payload, pulled=image))
     return config
 
 
 def render_source(
-    source: str, *, payload: BundlePayload = BundlePayload.objects
+    source: str | Source,
+    *,
+    payload: BundlePayload = BundlePayload.objects,
+    pulled: Image | None = None,
 ) -> dc.DeclarativeConfig:
     """One source: a bundle directory, an FBC directory or file, or a bundle or catalog
-    image (in a registry or an OCI layout), told apart by :mod:`olmtool.bundle.source`."""
-    resolved = resolve_source(source)
+    image (in a registry or an OCI layout), told apart by :mod:`olmtool.bundle.source`;
+    ``pulled`` is the image's content when it was pulled already."""
+    resolved = resolve_source(source) if isinstance(source, str) else source
     if resolved.kind is SourceKind.directory:
         assert resolved.path is not None
         if resolved.path.is_dir() and (resolved.path / fmt.MANIFESTS_DIR).is_dir():
             bundle = render_bundle_dir(resolved.path, payload=payload).bundle
             return dc.DeclarativeConfig(bundles=[bundle])
         return load_catalog_as_opm(resolved.path)  # values and other blobs as opm holds them
-    return render_image(resolved, payload=payload)
+    return render_image(resolved, payload=payload, pulled=pulled)
 
 
 def render_bundle_dir(
@@ -132,24 +145,29 @@ def render_opened(
 
 
 def render_image(
-    source: str | Source, *, payload: BundlePayload = BundlePayload.objects
+    source: str | Source,
+    *,
+    payload: BundlePayload = BundlePayload.objects,
+    pulled: Image | None = None,
 ) -> dc.DeclarativeConfig:
     """A catalog image gives its FBC, a bundle image its olm.bundle."""
     if isinstance(source, str):
         source = resolve_source(source)
     reference = source.text
-    with unpacked_image(source) as (root, labels):
-        if CATALOG_LABEL in labels:
+    image = pulled if pulled is not None else fetch_image(source)
+    labels = image.labels
+    if CATALOG_LABEL in labels:
+        with unpacked_image(source, pulled=image) as (root, _):
             return _image_catalog(reference, root, labels[CATALOG_LABEL])
-        if fmt.PACKAGE not in labels:
-            raise InputError(
-                f"image {reference} is neither a bundle nor a catalog image (no {fmt.PACKAGE} or {CATALOG_LABEL} label)"
-            )
-        files = load_bundle(root, label=reference)
-        image = reference if source.kind is SourceKind.image else ""
-        return dc.DeclarativeConfig(
-            bundles=[render_bundle(files, image=image, payload=payload).bundle]
+    if fmt.PACKAGE not in labels:
+        raise InputError(
+            f"image {reference} is neither a bundle nor a catalog image (no {fmt.PACKAGE} or {CATALOG_LABEL} label)"
         )
+    files = image_bundle(image, label=reference)
+    pull_spec = reference if source.kind is SourceKind.image else ""
+    return dc.DeclarativeConfig(
+        bundles=[render_bundle(files, image=pull_spec, payload=payload).bundle]
+    )
 
 
 def _image_catalog(reference: str, root: Path, configs_label: str) -> dc.DeclarativeConfig:

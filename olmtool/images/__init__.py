@@ -38,6 +38,7 @@ __all__ = lazy_package(
             "RegistryError",
             "parse_challenges",
             "pull",
+            "pull_all",
             "push",
         ),
         "olmtool.images.image": (

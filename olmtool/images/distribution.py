@@ -13,11 +13,15 @@ challenges are both answered. A refusal with 401 names the login sent and its so
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import re
 import socket
 import ssl
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -106,19 +110,75 @@ def pull(
     ref = _as_reference(ref)
     with RegistryClient(ref, "pull", auth=auth, insecure=insecure, transport=transport) as client:
         client.ping()
-        data, media_type = client.get_manifest(ref.identifier, ref.digest)
+        return _pull_with(client, progress, architecture=architecture, os=os)
+
+
+def pull_all(
+    refs: Sequence[Reference | str],
+    *,
+    workers: int = 8,
+    auth: Credentials | None = None,
+    insecure: bool | None = None,
+    architecture: str = "amd64",
+    os: str = "linux",
+    transport: httpx.BaseTransport | None = None,
+) -> Iterator[Image]:
+    """Every image ``refs`` name, in that order, pulled ``workers`` at a time over shared
+    connections (each registry asked ``GET /v2/`` once), at most ``workers`` ahead of the
+    consumer. A failed pull raises its RegistryError where its image would be yielded."""
+    parsed = [_as_reference(ref) for ref in refs]
+    pinged: dict[str, Future[None]] = {}
+    lock = threading.Lock()
+    with (
+        _http_client(transport=transport) as http,
+        ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="pull") as pool,
+    ):
+
+        def pull_one(ref: Reference) -> Image:
+            with RegistryClient(ref, "pull", auth=auth, insecure=insecure, http=http) as client:
+                with lock:  # one ping per registry, shared by every pull from it
+                    first = ref.registry not in pinged
+                    if first:
+                        pinged[ref.registry] = Future()
+                    ping = pinged[ref.registry]
+                if first:
+                    try:
+                        client.ping()
+                        ping.set_result(None)
+                    except BaseException as exc:
+                        ping.set_exception(exc)
+                ping.result()
+                return _pull_with(client, None, architecture=architecture, os=os)
+
+        pending: deque[Future[Image]] = deque()
+        try:
+            for ref in parsed:
+                pending.append(pool.submit(pull_one, ref))
+                if len(pending) > workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:  # the consumer stopped early or a pull failed: do not wait for the rest
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _pull_with(
+    client: RegistryClient, progress: Progress | None, *, architecture: str, os: str
+) -> Image:
+    ref = client.ref
+    data, media_type = client.get_manifest(ref.identifier, ref.digest)
+    manifest = client.check(parse_manifest, data, media_type)
+    if manifest["mediaType"] in INDEXES:
+        chosen = client.check(select_platform, manifest, architecture=architecture, os=os)
+        data, media_type = client.get_manifest(chosen["digest"], chosen["digest"])
         manifest = client.check(parse_manifest, data, media_type)
-        if manifest["mediaType"] in INDEXES:
-            chosen = client.check(select_platform, manifest, architecture=architecture, os=os)
-            data, media_type = client.get_manifest(chosen["digest"], chosen["digest"])
-            manifest = client.check(parse_manifest, data, media_type)
-        descriptors = [manifest["config"], *manifest["layers"]]
-        total, done, blobs = sum(int(d.get("size", 0)) for d in descriptors), 0, []
-        for descriptor in descriptors:
-            blobs.append(client.get_blob(descriptor["digest"]))
-            done += len(blobs[-1])
-            if progress:
-                progress(done, max(total, done))
+    descriptors = [manifest["config"], *manifest["layers"]]
+    total, done, blobs = sum(int(d.get("size", 0)) for d in descriptors), 0, []
+    for descriptor in descriptors:
+        blobs.append(client.get_blob(descriptor["digest"]))
+        done += len(blobs[-1])
+        if progress:
+            progress(done, max(total, done))
     return Image(data, blobs[0], tuple(blobs[1:]), manifest["mediaType"])
 
 
@@ -155,6 +215,7 @@ class RegistryClient:
         insecure: bool | None = None,
         timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
+        http: httpx.Client | None = None,
     ):
         self.ref = ref
         self.action = action
@@ -163,13 +224,8 @@ class RegistryClient:
         )
         self.base = httpx.URL(f"{_scheme(ref.registry, insecure)}://{ref.api_host}")
         self.scope = f"repository:{ref.repository}:{'pull,push' if action == 'push' else 'pull'}"
-        self._http = httpx.Client(
-            verify=_tls_verify(),
-            timeout=timeout,
-            follow_redirects=True,
-            headers={"User-Agent": f"olmtool/{__version__}"},
-            transport=transport,
-        )
+        self._owns_http = http is None
+        self._http = http or _http_client(timeout=timeout, transport=transport)
         self._authorization: str | None = None
         self._tokens: dict[tuple[str, str, tuple[str, ...]], str] = {}
 
@@ -182,7 +238,8 @@ class RegistryClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        if self._owns_http:
+            self._http.close()
 
     def ping(self) -> None:
         """``GET /v2/``: checks it is a registry and settles authentication up front."""
@@ -365,12 +422,29 @@ def _scheme(registry: str, insecure: bool | None) -> str:
     return "http" if insecure else "https"
 
 
-def _tls_verify() -> ssl.SSLContext | bool:
+def _http_client(
+    *, timeout: float = 60.0, transport: httpx.BaseTransport | None = None
+) -> httpx.Client:
+    return httpx.Client(
+        verify=_tls_verify(),
+        timeout=timeout,
+        follow_redirects=True,
+        headers={"User-Agent": f"olmtool/{__version__}"},
+        transport=transport,
+    )
+
+
+def _tls_verify() -> ssl.SSLContext:
     """The system-independent default (certifi), plus ``$OLMTOOL_REGISTRY_CA`` when set."""
-    extra = os.environ.get(CA_ENV)
-    if not extra:
-        return True
+    return _tls_context(os.environ.get(CA_ENV) or "")
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context(extra: str) -> ssl.SSLContext:
+    """Built once per process: loading certifi's bundle costs about 40 ms of CPU."""
     context = ssl.create_default_context(cafile=certifi.where())
+    if not extra:
+        return context
     try:
         context.load_verify_locations(cafile=extra)
     except (OSError, ssl.SSLError) as exc:

@@ -68,6 +68,14 @@ class _Entry(NamedTuple):
 
 
 @dataclass(frozen=True)
+class FileTree:
+    """An image's regular files (path -> bytes) and directories, paths relative to its root."""
+
+    files: dict[str, bytes]
+    directories: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Image:
     """A single-platform image as the blobs a registry stores, byte for byte."""
 
@@ -113,6 +121,21 @@ class Image:
     def files(self) -> dict[str, bytes]:
         """The regular files of the flattened filesystem (layers applied in order)."""
         return {path: entry.data for path, entry in self._entries().items() if entry.kind == "file"}
+
+    def plain_tree(self) -> FileTree | None:
+        """The flattened filesystem in memory, or None when it holds a symlink (extract
+        it instead: on disk the readers' symlink rules apply)."""
+        entries = self._entries()
+        if any(entry.kind == "symlink" for entry in entries.values()):
+            return None
+        files = {path: entry.data for path, entry in entries.items() if entry.kind == "file"}
+        directories = {path for path, entry in entries.items() if entry.kind == "dir"}
+        for path in files:  # a file's parents exist once extracted, entries or not
+            parent = path.rpartition("/")[0]
+            while parent and parent not in directories:
+                directories.add(parent)
+                parent = parent.rpartition("/")[0]
+        return FileTree(files, frozenset(directories))
 
     def extract(self, dest: Path) -> None:
         """Write the flattened filesystem under ``dest``, refusing anything that escapes it."""

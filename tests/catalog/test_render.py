@@ -268,3 +268,36 @@ def test_render_bundle_and_catalog_images_from_a_registry(
         "etcd-operator.v0.5.0",
     ]
     assert from_image.bundles[0].origin.file.startswith(f"{catalog_ref}:/configs/")
+
+
+@pytest.mark.e2e
+def test_many_images_render_in_the_order_given_with_errors_in_place(
+    registry: LocalRegistry,
+) -> None:
+    """Several registry images in one render are pulled ahead, a few at a time; the
+    result is each source rendered alone, in order, and a missing image fails there."""
+    refs = []
+    for version in ("0.1.0", "0.2.0", "0.3.0"):
+        root = ETCD / version
+        files = {
+            path.relative_to(root).as_posix(): path.read_bytes()
+            for path in sorted(root.rglob("*"))
+            if path.is_file() and path.name != "bundle.Dockerfile"
+        }
+        ref = f"{registry.address}/olmtool/many-bundle:{version}"
+        push(build_image(files, dict(load_bundle(root).annotations or {})), ref)
+        refs.append(ref)
+    sources = [refs[2], str(ETCD / "0.4.0"), refs[0], refs[1], refs[0]]
+    together = render(sources)
+    one_by_one = [b for source in sources for b in render([source]).bundles]
+    assert together.bundles == one_by_one
+    assert [b.name for b in together.bundles] == [
+        "etcd-operator.v0.3.0",
+        "etcd-operator.v0.4.0",
+        "etcd-operator.v0.1.0",
+        "etcd-operator.v0.2.0",
+        "etcd-operator.v0.1.0",
+    ]
+    missing = f"{registry.address}/olmtool/many-bundle:9.9.9"
+    with pytest.raises(OlmtoolError, match=f"pull {missing} refused: 404"):
+        render([refs[0], missing, refs[1]])

@@ -72,6 +72,24 @@ def test_etcd_bundles_are_byte_identical_to_opm(server: ImageServer, tmp_path: P
         assert ours == theirs, root.name
 
 
+def test_many_images_in_one_render_are_byte_identical_to_opm(
+    server: ImageServer, tmp_path: Path
+) -> None:
+    """Every variant and etcd release as an image, rendered by reference in one command
+    (olmtool pulls them a few at a time ahead of rendering): the same bytes as opm, in
+    the order given."""
+    roots = [write_bundle(tmp_path / "variants", v) for v in sorted(VARIANTS)]
+    roots += sorted((REPO / "bundle/etcd-operator").iterdir())
+    refs = []
+    for index, root in enumerate(roots):
+        image = build_image(bundle_image_files(root), dict(load_bundle(root).annotations or {}))
+        refs.append(server.add(f"many/{index}-{root.name.lower()}", "v1", image))
+    refs.reverse()  # not the order they were pushed in
+    done = opm("render", *refs, "--use-http", "-o", "json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert render_config(catalog_render(refs), raw_values=True) == done.stdout
+
+
 def fbc_sources(tmp_path: Path) -> list[Path]:
     """Catalog directories: the repository's, the serving tests' (JSON and YAML files,
     HTML characters, U+2028, number spellings, escapes) and the validate corpus."""

@@ -24,6 +24,7 @@ from olmtool.images import (
     parse_challenges,
     parse_reference,
     pull,
+    pull_all,
     push,
 )
 from olmtool.images.image import OCI_INDEX, canonical_json, digest_of
@@ -478,3 +479,45 @@ def test_bad_ca_bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLMTOOL_REGISTRY_CA", str(tmp_path / "missing.pem"))
     with pytest.raises(RegistryError, match=r"^OLMTOOL_REGISTRY_CA=.*missing\.pem: cannot load"):
         pull(REF)
+
+
+# -- many pulls -------------------------------------------------------------------------
+
+
+def test_pull_all_keeps_the_order_and_asks_each_registry_once_who_it_is() -> None:
+    fake = FakeRegistry("bearer")
+    images = [build_image({f"f{n}": str(n).encode()}, {"n": str(n)}) for n in range(12)]
+    for number, image in enumerate(images):
+        fake.store(image, f"{number}")
+    refs = [f"fake.example/etcd/bundle:{number}" for number in reversed(range(12))]
+    pull(refs[0], auth=USER, transport=_transport(fake))
+    one_ping = sum(1 for r in fake.log if r.url.path == "/v2/")  # 401, token, 200
+    fake.log.clear()
+    pulled = list(pull_all(refs, workers=3, auth=USER, transport=_transport(fake)))
+    assert pulled == list(reversed(images))
+    assert sum(1 for r in fake.log if r.url.path == "/v2/") == one_ping
+
+
+def test_pull_all_raises_where_the_failed_image_would_come() -> None:
+    fake = FakeRegistry()
+    fake.store(IMAGE, "0.1.0")
+    refs = [REF, "fake.example/etcd/bundle:nope", REF]
+    pulled = pull_all(refs, workers=2, transport=_transport(fake))
+    assert next(pulled) == IMAGE
+    with pytest.raises(RegistryError, match=r"^pull fake.example/etcd/bundle:nope refused: 404"):
+        next(pulled)
+
+
+def test_pull_all_reports_an_unreachable_registry_once_per_image() -> None:
+    port = free_port()
+    refs = [f"127.0.0.1:{port}/etcd/bundle:{n}" for n in range(3)]
+    with pytest.raises(RegistryError, match=f"cannot reach registry 127.0.0.1:{port}"):
+        list(pull_all(refs))
+
+
+def test_the_tls_context_is_built_once_per_process() -> None:
+    with (
+        RegistryClient(parse_reference("quay.io/a/b"), "pull") as one,
+        RegistryClient(parse_reference("quay.io/a/c"), "pull") as two,
+    ):
+        assert one._http._transport._pool._ssl_context is two._http._transport._pool._ssl_context
