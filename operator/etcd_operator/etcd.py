@@ -18,7 +18,8 @@ from typing import Any
 import grpc
 from aetcd import rpc
 
-from etcd_operator.plan import Health, Member, name_from_peer_url
+from etcd_operator.plan import name_from_peer_url
+from etcd_operator.plan_model import Health, Member
 from etcd_operator.tls import Credentials
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ from typing import Any
 
 import kopf
 
-from etcd_operator import reconcile, resources, status, tls, validation
-from etcd_operator.kube import Invalid, Kube
-from etcd_operator.resources import GROUP, ClusterRef
+from etcd_operator import backups, reconcile, resources_backup, status, tls, validation
+from etcd_operator.kube import Invalid, Kube, refused
+from etcd_operator.refs import GROUP, ClusterRef
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def cluster_ref(body: kopf.Body) -> ClusterRef:
         etcd_image=os.environ.get("ETCD_OPERATOR_ETCD_IMAGE", "quay.io/coreos/etcd"),
         backup_image=os.environ.get("ETCD_OPERATOR_BACKUP_IMAGE", "quay.io/coreos/etcd:v3.5.1"),
     )
-    spec, _ = reconcile.with_tls_kept(body.get("spec") or {}, body.get("status") or {})
+    spec, _ = status.with_tls_kept(body.get("spec") or {}, body.get("status") or {})
     return dataclasses.replace(ref, client_tls=tls.client_secret_name(ref, spec))
 
 
@@ -122,7 +122,7 @@ async def run_cluster(
             except Invalid as exc:
                 # an object made from the spec that the pass could not do without: not
                 # retried until the cluster changes (or the idle interval passes)
-                problem = reconcile.refused(exc)
+                problem = refused(exc)
                 logger.info("invalid spec: %s", problem)
                 _warn(body, status.unreported([problem], previous, reported))
                 reported = [problem]
@@ -221,11 +221,11 @@ async def take_final_snapshot(
     problem = validation.size_problem(spec, "backupStorageSize")
     if problem is None:
         size = validation.size(spec, "backupStorageSize")
-        await kube.create(resources.backup_claim(ref, size))
+        await kube.create(resources_backup.backup_claim(ref, size))
     elif await kube.get("v1", "PersistentVolumeClaim", ref.namespace, ref.backup_claim) is None:
         logger.warning("no final snapshot: no backups volume, and %s", problem)
         return
-    await kube.create(resources.backup_job(ref, name, f"{ref.name}-final.db"))
+    await kube.create(resources_backup.backup_job(ref, name, f"{ref.name}-final.db"))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + FINAL_SNAPSHOT_TIMEOUT
     while loop.time() < deadline:
@@ -234,7 +234,7 @@ async def take_final_snapshot(
         if job_status.get("succeeded"):
             logger.info("final snapshot %s-final.db saved in %s", ref.name, ref.backup_claim)
             return
-        if reconcile._job_failed(job_status):
+        if backups.job_failed(job_status):
             break
         await asyncio.sleep(1.0)
     logger.warning("final snapshot failed or timed out; deleting the cluster without it")

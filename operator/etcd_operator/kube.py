@@ -42,6 +42,11 @@ class Invalid(ApiError):
     EtcdCluster's spec that its CRD let through)."""
 
 
+def refused(exc: ApiError) -> str:
+    """An object made from the spec that the apiserver refused (422), as a spec problem."""
+    return f"the apiserver refused an object made from the spec: {exc.message}"
+
+
 def _checked(found: Any) -> JSON:
     """The response as a dict; a failure Status raised (this client returns error
     responses as data instead of raising)."""

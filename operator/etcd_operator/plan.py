@@ -24,231 +24,66 @@ Kubernetes change that follows it finds the difference on its next pass and fini
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from etcd_operator.plan_maintenance import defragment, recover_space
+from etcd_operator.plan_model import (
+    AddLearner,
+    Blocked,
+    Bootstrap,
+    Defragment,
+    DeleteLeftovers,
+    Failed,
+    Health,
+    Member,
+    MemberPod,
+    Observed,
+    Promote,
+    RebuildFromBackup,
+    RecoverSpace,
+    RemoveMember,
+    Roll,
+    Settled,
+    StartPod,
+    Step,
+    Wait,
+    ordinal,
+    pod_of,
+)
+from etcd_operator.plan_tls import tls_migrating, tls_next
 
-from etcd_operator.versions import EtcdVersion
-
-_ORDINAL = re.compile(r"-(\d+)$")
-
-
-@dataclass(frozen=True)
-class Member:
-    """A member in etcd's member list. ``name`` is the Pod name the operator chose (etcd
-    reports an empty name until the member starts, so it is read from the peer URL)."""
-
-    id: int
-    name: str
-    peer_url: str
-    learner: bool = False
-    started: bool = True
-
-
-@dataclass(frozen=True)
-class Health:
-    """What a member's own endpoint answered (None: it did not answer)."""
-
-    leader_id: int
-    raft_index: int
-    version: str
-    db_size: int = 0  # bytes the database file takes
-    db_size_in_use: int = 0  # bytes of it in use (the rest: free pages a defrag returns)
-
-    @property
-    def free(self) -> int:
-        return max(self.db_size - self.db_size_in_use, 0)
-
-
-@dataclass(frozen=True)
-class MemberPod:
-    """A member's Pod and data volume as Kubernetes shows them."""
-
-    name: str
-    pod: bool = True
-    ready: bool = False
-    deleting: bool = False
-    crash_looping: bool = False
-    version: str | None = None
-    claim: bool = True
-    claim_deleting: bool = False
-    node: str | None = None  # where the Pod runs
-    # seconds its node has not been Ready (None: Ready, not scheduled, or not known)
-    node_lost_for: float | None = None
-    config: str = ""  # the digest of the settings it runs with ("": the defaults)
-    tls: str = ""  # its TLS stage: "" (plain), "ready" (holds certificates) or "on"
-
-    @property
-    def data_lost(self) -> bool:
-        return not self.claim or self.claim_deleting
-
-
-@dataclass(frozen=True)
-class Observed:
-    cluster: str
-    replicas: int
-    version: EtcdVersion
-    # None when no member answered MemberList
-    members: tuple[Member, ...] | None
-    health: Mapping[int, Health] = field(default_factory=dict)
-    pods: Mapping[str, MemberPod] = field(default_factory=dict)
-    bootstrapped: bool = False
-    upgrade_refused: str | None = None
-    # why spec.storageSize cannot size a new member's volume (no new volume is requested)
-    storage_refused: str | None = None
-    # seconds a member's node may stay unreachable before it is replaced (0: never)
-    node_loss_timeout: float = 0
-    # the digest of the settings the spec asks members to run with, None when the
-    # operator refuses them (the members keep what they run)
-    config: str | None = ""
-    # active alarms: (member id, "NOSPACE" or "CORRUPT")
-    alarms: tuple[tuple[int, str], ...] = ()
-    # the quota the database may grow to (bytes; 0: not known)
-    quota_bytes: int = 0
-    # a defragmentation asked for by annotation and not done yet
-    defrag_requested: bool = False
-    # defragment a member at least this much free (percent of its database; 0: never)
-    defrag_percent: int = 0
-    # the voting members the last pass saw (read when etcd does not answer a member list)
-    last_voters: tuple[str, ...] = ()
-    # spec.recovery.afterSeconds when spec.recovery.fromLatestBackup is on, else None
-    recovery_after: float | None = None
-    # seconds since a majority was found without its data (or node)
-    lost_for_good_for: float = 0.0
-    # the newest successful snapshot in the backups volume, None when there is none
-    snapshot: str | None = None
-    # "on" when the spec asks for TLS
-    tls: str = ""
-
-    @property
-    def voters(self) -> list[Member]:
-        return [m for m in self.members or () if not m.learner]
-
-    @property
-    def healthy_voters(self) -> list[Member]:
-        return [m for m in self.voters if m.id in self.health]
-
-    @property
-    def quorum(self) -> int:
-        return len(self.voters) // 2 + 1
-
-    @property
-    def has_quorum(self) -> bool:
-        return self.members is not None and len(self.healthy_voters) >= self.quorum
-
-    @property
-    def leader_id(self) -> int | None:
-        leaders = {h.leader_id for h in self.health.values() if h.leader_id}
-        return leaders.pop() if len(leaders) == 1 else None
-
-
-# -- steps -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Step:
-    """One thing to do, and why (the why goes into status and events)."""
-
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True)
-class Bootstrap(Step):
-    member: str
-
-
-@dataclass(frozen=True)
-class StartPod(Step):
-    """Create the Pod (and the volume when it is missing) of an existing member."""
-
-    member: str
-    version: str
-
-
-@dataclass(frozen=True)
-class AddLearner(Step):
-    member: str
-
-
-@dataclass(frozen=True)
-class Promote(Step):
-    member: Member
-
-
-@dataclass(frozen=True)
-class RemoveMember(Step):
-    member: Member
-
-
-@dataclass(frozen=True)
-class DeleteLeftovers(Step):
-    name: str
-
-
-@dataclass(frozen=True)
-class Roll(Step):
-    """Replace a member's Pod by one running ``version`` (same data); ``secure``: first
-    change the peer URL etcd has for it to https (it comes back serving TLS)."""
-
-    member: str
-    version: str
-    secure: bool = False
-
-
-@dataclass(frozen=True)
-class Defragment(Step):
-    """Defragment one member's database (it pauses while its file is rewritten)."""
-
-    member: Member
-
-
-@dataclass(frozen=True)
-class RecoverSpace(Step):
-    """A NOSPACE alarm is active (writes are refused): compact the history, defragment
-    the member with the most to reclaim, and disarm once every database fits its quota."""
-
-
-@dataclass(frozen=True)
-class RebuildFromBackup(Step):
-    """Quorum cannot return: every member goes, and a new seed starts from the snapshot."""
-
-    member: str
-    snapshot: str
-
-
-@dataclass(frozen=True)
-class Wait(Step):
-    """Nothing safe to do now; look again soon."""
-
-    quorum_lost: bool = False
-    # a majority has lost its data (or node): quorum cannot return by itself
-    for_good: bool = False
-
-
-@dataclass(frozen=True)
-class Settled(Step):
-    """The cluster is what the spec asks for."""
-
-
-@dataclass(frozen=True)
-class Failed(Step):
-    """The operator cannot recover the cluster by itself."""
-
-
-@dataclass(frozen=True)
-class Blocked(Step):
-    """The next step needs what the spec gets wrong (the message says what): nothing
-    happens until the spec changes, and nothing is retried meanwhile."""
+# The planner's face: the data it reads and the steps it answers with are defined in
+# plan_model (plan_tls and plan_maintenance use them too) and importable from here.
+__all__ = [
+    "AddLearner",
+    "Blocked",
+    "Bootstrap",
+    "Defragment",
+    "DeleteLeftovers",
+    "Failed",
+    "Health",
+    "Member",
+    "MemberPod",
+    "Observed",
+    "Promote",
+    "RebuildFromBackup",
+    "RecoverSpace",
+    "RemoveMember",
+    "Roll",
+    "Settled",
+    "StartPod",
+    "Step",
+    "Wait",
+    "member_name",
+    "name_from_peer_url",
+    "next_name",
+    "next_step",
+    "node_gone",
+    "ordinal",
+    "pod_of",
+]
 
 
 def member_name(cluster: str, ordinal: int) -> str:
     return f"{cluster}-{ordinal}"
-
-
-def ordinal(name: str) -> int:
-    found = _ORDINAL.search(name)
-    return int(found.group(1)) if found else -1
 
 
 def name_from_peer_url(url: str) -> str:
@@ -261,11 +96,6 @@ def next_name(observed: Observed) -> str:
     names = [m.name for m in observed.members or ()] + [*observed.pods, *observed.last_voters]
     taken = [ordinal(n) for n in names]
     return member_name(observed.cluster, max(taken, default=-1) + 1)
-
-
-def pod_of(observed: Observed, name: str) -> MemberPod:
-    """The member's Pod and volume; neither existing reads as a Pod-less, data-less member."""
-    return observed.pods.get(name) or MemberPod(name, pod=False, claim=False)
 
 
 def next_step(observed: Observed, running_version: str) -> Step:
@@ -291,14 +121,14 @@ def next_step(observed: Observed, running_version: str) -> Step:
             "no membership change until quorum is back",
             quorum_lost=True,
         )
-    for step in (_recover_space(observed), _first_unhealthy(observed)):
+    for step in (recover_space(observed), _first_unhealthy(observed)):
         if step is not None:
             return step
     for step in (
         _promote(observed),
         _resize(observed),
         _roll(observed),
-        _defragment(observed),
+        defragment(observed),
     ):
         if step is not None:
             return step
@@ -511,36 +341,6 @@ def _resize(observed: Observed) -> Step | None:
     return None
 
 
-def tls_next(observed: Observed, pod: MemberPod) -> str | None:
-    """The TLS stage a member must be restarted into, or None. Turning TLS on takes two
-    rolls: each member first gets its certificates while it still serves plain ("ready":
-    it can then dial peers that serve TLS), then, once every member has them, each in
-    turn moves to https ("on"); at no point can two members not reach each other."""
-    if not observed.tls or pod.tls == "on":
-        return None
-    if not pod.tls:
-        return "ready"
-    ready = all(pod_of(observed, m.name).tls for m in observed.members or ())
-    return "on" if ready else None
-
-
-def start_stage(observed: Observed, name: str) -> str:
-    """The TLS stage a member's new Pod starts in: "on" when etcd has an https peer URL
-    for it (or it is new in a TLS cluster), "ready" while TLS is being turned on."""
-    if not observed.tls:
-        return ""
-    member = next((m for m in observed.members or () if m.name == name), None)
-    if member is None or member.peer_url.startswith("https://"):
-        return "on"
-    return "ready"
-
-
-def tls_migrating(observed: Observed) -> bool:
-    return bool(observed.tls) and any(
-        pod_of(observed, m.name).tls != "on" for m in observed.members or ()
-    )
-
-
 def _roll(observed: Observed) -> Step | None:
     """One member whose Pod runs another version, other settings or another TLS stage
     than the spec asks for is restarted (the next pass starts it again with all three):
@@ -592,51 +392,3 @@ def _roll(observed: Observed) -> Step | None:
         member=member.name,
         version=running,
     )
-
-
-# -- maintenance -------------------------------------------------------------------------
-
-MiB = 1024 * 1024
-# what a member must have free before a defragmentation is worth its pause: on request,
-# and automatically (besides spec.maintenance.defragmentAbovePercent)
-REQUESTED_MIN_FREE = 1 * MiB
-AUTO_MIN_FREE = 64 * MiB
-
-
-def mib(size: int) -> str:
-    return f"{size / MiB:.1f} MiB"
-
-
-def _recover_space(observed: Observed) -> Step | None:
-    ids = sorted({member_id for member_id, alarm in observed.alarms if alarm == "NOSPACE"})
-    if not ids:
-        return None
-    names = [m.name for m in observed.members or () if m.id in ids] or [f"{i:x}" for i in ids]
-    quota = f" ({mib(observed.quota_bytes)})" if observed.quota_bytes else ""
-    return RecoverSpace(
-        "NoSpace",
-        f"NOSPACE alarm on {', '.join(names)}: the database reached its quota{quota} and "
-        "writes are refused; compacting, defragmenting one member at a time, then disarming",
-    )
-
-
-def _defragment(observed: Observed) -> Step | None:
-    """One member to defragment, followers first: every member with something to reclaim
-    when asked by annotation, else a member whose free pages are above the threshold."""
-    if observed.defrag_requested:
-        percent, minimum = 0, REQUESTED_MIN_FREE
-    elif observed.defrag_percent:
-        percent, minimum = observed.defrag_percent, AUTO_MIN_FREE
-    else:
-        return None
-    leader = observed.leader_id
-    for member in sorted(observed.voters, key=lambda m: (m.id == leader, ordinal(m.name))):
-        health = observed.health.get(member.id)
-        if health is None or health.free < minimum or health.free * 100 < percent * health.db_size:
-            continue
-        return Defragment(
-            "Defragmenting",
-            f"defragmenting member {member.name}: {mib(health.free)} of {mib(health.db_size)} free",
-            member=member,
-        )
-    return None

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from etcd_operator import etcd, plan, resources, status, tls, validation
-from etcd_operator.kube import ApiError, Invalid, Kube
-from etcd_operator.resources import (
-    BACKUP_REQUEST,
+from etcd_operator import (
+    backups,
+    etcd,
+    maintenance,
+    plan,
+    plan_model,
+    plan_tls,
+    refs,
+    resources,
+    status,
+    tls,
+    validation,
+)
+from etcd_operator.kube import ApiError, Invalid, Kube, refused
+from etcd_operator.refs import (
     CONFIG_ANNOTATION,
-    DEFRAG_REQUEST,
     MEMBER_LABEL,
     TLS_ANNOTATION,
     VERSION_LABEL,
@@ -40,7 +49,7 @@ DEFAULT_RECOVERY_AFTER = 300
 class Pass:
     """What one pass saw and did (the daemon waits less while it is progressing)."""
 
-    step: plan.Step
+    step: plan_model.Step
     status: JSON
     # what the operator refuses in the spec (each gets one Warning event)
     problems: list[str] = field(default_factory=list)
@@ -49,13 +58,8 @@ class Pass:
     def progressing(self) -> bool:
         backup_running = "succeeded" not in (self.status.get("lastBackup") or {"succeeded": 1})
         return backup_running or not isinstance(
-            self.step, (plan.Settled, plan.Failed, plan.Blocked)
+            self.step, (plan_model.Settled, plan_model.Failed, plan_model.Blocked)
         )
-
-
-def refused(exc: ApiError) -> str:
-    """An object made from the spec that the apiserver refused (422), as a spec problem."""
-    return f"the apiserver refused an object made from the spec: {exc.message}"
 
 
 # -- observing ---------------------------------------------------------------------------
@@ -63,7 +67,7 @@ def refused(exc: ApiError) -> str:
 
 def _pod_state(
     name: str, pod: JSON | None, claim: JSON | None, lost: Mapping[str, float] | None = None
-) -> plan.MemberPod:
+) -> plan_model.MemberPod:
     """``lost``: for each node that is not Ready, for how many seconds."""
     meta = (pod or {}).get("metadata") or {}
     node = ((pod or {}).get("spec") or {}).get("nodeName") or None
@@ -75,7 +79,7 @@ def _pod_state(
     )
     restarts = sum(int(s.get("restartCount") or 0) for s in statuses)
     waiting = [((s.get("state") or {}).get("waiting") or {}).get("reason") for s in statuses]
-    return plan.MemberPod(
+    return plan_model.MemberPod(
         name=name,
         pod=pod is not None,
         ready=ready,
@@ -133,9 +137,9 @@ def _endpoint(
     if not ip:
         return None
     if (meta.get("annotations") or {}).get(TLS_ANNOTATION) != "on":
-        return etcd.Endpoint(f"http://{ip}:{resources.CLIENT_PORT}")
+        return etcd.Endpoint(f"http://{ip}:{refs.CLIENT_PORT}")
     return etcd.Endpoint(
-        f"https://{ip}:{resources.CLIENT_PORT}",
+        f"https://{ip}:{refs.CLIENT_PORT}",
         server_name=ref.host(name),
         credentials=certificates.client if certificates else None,
     )
@@ -143,7 +147,7 @@ def _endpoint(
 
 @dataclass
 class World:
-    observed: plan.Observed
+    observed: plan_model.Observed
     pods: dict[str, JSON]
     endpoints: dict[str, etcd.Endpoint]
     running_version: str
@@ -195,7 +199,7 @@ async def observe(
         *(etcd.health(endpoints[m.name]) if m.name in endpoints else _none() for m in members or ())
     )
     health = {m.id: h for m, h in zip(members or (), healths, strict=True) if h is not None}
-    alarms = await _alarms(list(endpoints.values())) if members else ()
+    alarms = await maintenance.alarms(list(endpoints.values())) if members else ()
     versions = sorted({s.version for s in states.values() if s.pod and s.version}, key=parse)
     current = versions[0] if versions else None
     target = str(spec.get("version") or "3.5.1")
@@ -208,8 +212,8 @@ async def observe(
     found = [invalid] if invalid else []
     # the snapshot a rebuild would start from, looked for only when members are missing
     degraded = members is None or len(health) < len(members)
-    snapshot = await newest_snapshot(kube, ref, created) if degraded else None
-    observed = plan.Observed(
+    snapshot = await backups.newest_snapshot(kube, ref, created) if degraded else None
+    observed = plan_model.Observed(
         cluster=ref.name,
         replicas=int(spec.get("replicas") or 3),
         version=wanted or parse("0.0.0"),
@@ -220,10 +224,12 @@ async def observe(
         upgrade_refused=invalid,
         storage_refused=validation.size_problem(spec, "storageSize"),
         node_loss_timeout=float(spec.get("nodeLossTimeoutSeconds", DEFAULT_NODE_LOSS_TIMEOUT)),
-        config=None if validation.options_problem(spec) else resources.config_digest(options(spec)),
+        config=None
+        if validation.options_problem(spec)
+        else resources.config_digest(validation.options(spec)),
         alarms=alarms,
-        quota_bytes=quota_bytes(spec),
-        defrag_requested=defrag_request(annotations or {}, old) is not None,
+        quota_bytes=maintenance.quota_bytes(spec),
+        defrag_requested=maintenance.defrag_request(annotations or {}, old) is not None,
         defrag_percent=int(
             (spec.get("maintenance") or {}).get("defragmentAbovePercent", DEFAULT_DEFRAG_PERCENT)
         ),
@@ -240,14 +246,6 @@ async def _none() -> None:
     return None
 
 
-async def _alarms(endpoints: list[str]) -> tuple[tuple[int, str], ...]:
-    try:
-        return await etcd.alarms(endpoints)
-    except etcd.EtcdUnavailable as exc:
-        log.info("no member answered the alarm list: %s", exc)
-        return ()
-
-
 def recovery_after(spec: Mapping[str, Any]) -> float | None:
     recovery = spec.get("recovery") or {}
     if not recovery.get("fromLatestBackup"):
@@ -258,29 +256,6 @@ def recovery_after(spec: Mapping[str, Any]) -> float | None:
 def _seconds_since(text: object) -> float:
     since = _timestamp(text) if text else None
     return (datetime.now(UTC) - since).total_seconds() if since else 0.0
-
-
-def quota_bytes(spec: Mapping[str, Any]) -> int:
-    """The database quota the members run with (0: not known, the size is refused)."""
-    quota = (options(spec) or {}).get("quotaBackendBytes")
-    if quota:
-        return int(quota)
-    if validation.size_problem(spec, "storageSize"):
-        return 0
-    return resources.default_quota(validation.size_bytes(validation.size(spec, "storageSize")))
-
-
-def defrag_request(annotations: Mapping[str, str], old: Mapping[str, Any]) -> str | None:
-    """The defragment-request annotation's value when no defragmentation answered it yet."""
-    request = annotations.get(DEFRAG_REQUEST)
-    done = (old.get("lastDefragmentation") or {}).get("request")
-    return request if request and request != done else None
-
-
-def options(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """``spec.options`` when the operator accepts them; else None: a member started
-    meanwhile gets the defaults rather than settings etcd would refuse."""
-    return None if validation.options_problem(spec) else spec.get("options")
 
 
 # -- acting ------------------------------------------------------------------------------
@@ -303,10 +278,10 @@ async def _start_member(
     if existing is None or not existing.claim:
         size = validation.size(spec, "storageSize")
         await kube.create(resources.data_claim(ref, member, size))
-    stage = plan.start_stage(world.observed, member)
+    stage = plan_tls.start_stage(world.observed, member)
     if stage:
         await tls.ensure_member(kube, ref, spec, member)
-    member_spec = resources.MemberSpec(
+    member_spec = refs.MemberSpec(
         name=member,
         version=version,
         initial_cluster=initial,
@@ -314,7 +289,7 @@ async def _start_member(
         resources=spec.get("resources"),
         restore=restore,
         placement=spec.get("placement"),
-        options=options(spec),
+        options=validation.options(spec),
         tls=stage,
         tls_refs=tls.secret_refs(spec),
         peer_urls={m.name: m.peer_url for m in world.observed.members or ()},
@@ -323,7 +298,7 @@ async def _start_member(
 
 
 async def _delete_member_objects(
-    kube: Kube, ref: ClusterRef, name: str, pod: plan.MemberPod | None = None
+    kube: Kube, ref: ClusterRef, name: str, pod: plan_model.MemberPod | None = None
 ) -> None:
     """The member's Pod and volume. A Pod on a node that is not Ready is deleted at once
     (grace 0): no kubelet is there to confirm it stopped, and until the Pod object is
@@ -335,21 +310,21 @@ async def _delete_member_objects(
 
 
 async def act(
-    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any], world: World, step: plan.Step
-) -> plan.Step:
+    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any], world: World, step: plan_model.Step
+) -> plan_model.Step:
     """Do ``step``; returns the step (or a Wait explaining why it could not happen yet)."""
     endpoints = list(world.endpoints.values())
     observed = world.observed
     match step:
-        case plan.Bootstrap(member=member):
+        case plan_model.Bootstrap(member=member):
             restore = spec.get("restore")
             await _start_member(
                 kube, ref, spec, world, member, world.running_version, "new", [member], restore
             )
-        case plan.StartPod(member=member, version=version):
+        case plan_model.StartPod(member=member, version=version):
             names = [m.name for m in observed.members or ()] or [member]
             await _start_member(kube, ref, spec, world, member, version, "existing", names)
-        case plan.AddLearner(member=member):
+        case plan_model.AddLearner(member=member):
             secure = bool(observed.tls)
             added = await etcd.add_learner(endpoints, ref.peer_url(member, secure))
             log.info("added learner %s (%x)", member, added.id)
@@ -358,29 +333,31 @@ async def act(
             await _start_member(
                 kube, ref, spec, world, member, world.running_version, "existing", names
             )
-        case plan.Promote(member=member):
+        case plan_model.Promote(member=member):
             try:
                 await etcd.promote(endpoints, member.id)
             except etcd.NotCaughtUp as exc:
-                return plan.Wait("AddingMember", f"learner {member.name} is catching up: {exc}")
-        case plan.RemoveMember(member=member):
+                return plan_model.Wait(
+                    "AddingMember", f"learner {member.name} is catching up: {exc}"
+                )
+        case plan_model.RemoveMember(member=member):
             others = [e for n, e in world.endpoints.items() if n != member.name] or endpoints
             await etcd.remove(others, member.id)
             await _delete_member_objects(kube, ref, member.name, observed.pods.get(member.name))
-        case plan.DeleteLeftovers(name=name):
+        case plan_model.DeleteLeftovers(name=name):
             await _delete_member_objects(kube, ref, name, observed.pods.get(name))
-        case plan.Roll(member=member, secure=secure):
+        case plan_model.Roll(member=member, secure=secure):
             if secure:
                 # peers dial it with TLS from now on; it serves TLS once restarted
                 current = next(m for m in observed.members or () if m.name == member)
                 await etcd.update_peer_url(endpoints, current.id, ref.peer_url(member, True))
             # the next pass starts the member again at the target version (StartPod)
             await kube.delete("v1", "Pod", ref.namespace, member)
-        case plan.Defragment(member=member):
-            return await _defragment(world, step, member)
-        case plan.RecoverSpace():
-            return await _recover_space(world, step)
-        case plan.RebuildFromBackup(member=member, snapshot=snapshot):
+        case plan_model.Defragment(member=member):
+            return await maintenance.defragment(observed, world.endpoints, step, member)
+        case plan_model.RecoverSpace():
+            return await maintenance.recover_space(observed, world.endpoints, step)
+        case plan_model.RebuildFromBackup(member=member, snapshot=snapshot):
             for name, pod in observed.pods.items():
                 await _delete_member_objects(kube, ref, name, pod)
             restore = {"claimName": ref.backup_claim, "snapshot": snapshot}
@@ -388,47 +365,6 @@ async def act(
                 kube, ref, spec, world, member, world.running_version, "new", [member], restore
             )
     return step
-
-
-async def _defragment(world: World, step: plan.Step, member: plan.Member) -> plan.Step:
-    endpoint = world.endpoints[member.name]
-    before = world.observed.health.get(member.id)
-    await etcd.defragment(endpoint)
-    after = await etcd.health(endpoint)
-    if before is None or after is None:
-        return step
-    message = f"defragmented member {member.name}: {plan.mib(before.db_size)} -> " + plan.mib(
-        after.db_size
-    )
-    return plan.Defragment(step.reason, message, member=member)
-
-
-async def _recover_space(world: World, step: plan.Step) -> plan.Step:
-    """One pass of NOSPACE recovery: compact, then defragment one member with something
-    to reclaim; when none has, disarm if every database fits the quota again."""
-    endpoints = world.endpoints
-    await etcd.compact(list(endpoints.values()))
-    members = [m for m in world.observed.voters if m.name in endpoints]
-    sizes = {m.name: await etcd.health(endpoints[m.name]) for m in members}
-    leader = world.observed.leader_id
-    for member in sorted(members, key=lambda m: (m.id == leader, plan.ordinal(m.name))):
-        health = sizes[member.name]
-        if health is not None and health.free >= plan.REQUESTED_MIN_FREE:
-            return await _defragment(world, step, member)
-    largest = max((h.db_size for h in sizes.values() if h), default=0)
-    quota = world.observed.quota_bytes
-    if quota and largest >= quota:
-        return plan.Wait(
-            "NoSpace",
-            f"the database ({plan.mib(largest)}) still fills its quota ({plan.mib(quota)}) "
-            "after compaction and defragmentation: delete keys, or raise "
-            "spec.options.quotaBackendBytes (and storageSize)",
-        )
-    for member_id in sorted({i for i, alarm in world.observed.alarms if alarm == "NOSPACE"}):
-        await etcd.disarm(list(endpoints.values()), member_id)
-    return plan.RecoverSpace(
-        step.reason, f"disarmed the NOSPACE alarm: the largest database is {plan.mib(largest)}"
-    )
 
 
 # -- owned objects -----------------------------------------------------------------------
@@ -453,7 +389,7 @@ async def ensure_shared(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) ->
     # matter more than the budget and backups, so a refusal is logged or reported, not fatal
     problems: list[str] = []
     await _optional(_ensure_budget(kube, ref, replicas), problems)
-    await _optional(ensure_backups(kube, ref, spec), problems)
+    await _optional(backups.ensure_backups(kube, ref, spec), problems)
     return problems
 
 
@@ -474,209 +410,36 @@ async def _ensure_budget(kube: Kube, ref: ClusterRef, replicas: int) -> None:
     await kube.ensure(resources.disruption_budget(ref, replicas, pdb_version))
 
 
-async def _ensure_backup_claim(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> None:
-    """The backups volume, unless its size is refused (the pass reports that): an existing
-    one is used as it is, a missing one leaves the backup Pods pending until it is fixed."""
-    if validation.size_problem(spec, "backupStorageSize") is None:
-        size = validation.size(spec, "backupStorageSize")
-        await kube.create(resources.backup_claim(ref, size))
-
-
-async def ensure_backups(kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]) -> None:
-    cron_version = await kube.served("batch", "CronJob", ("v1", "v1beta1"))
-    schedule = spec.get("backupSchedule")
-    if schedule:
-        await _ensure_backup_claim(kube, ref, spec)
-        await kube.ensure(resources.backup_cronjob(ref, schedule, cron_version))
-    else:
-        await kube.delete(cron_version, "CronJob", ref.namespace, ref.backup_cronjob)
-
-
-async def request_backup(
-    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any], annotations: Mapping[str, str]
-) -> list[str]:
-    """An on-demand backup for each new value of the backup-request annotation; returns
-    what the apiserver refused of it."""
-    request = annotations.get(BACKUP_REQUEST)
-    if not request:
-        return []
-    name = f"{ref.name}-backup-{hashlib.sha256(request.encode()).hexdigest()[:8]}"
-    try:
-        await _ensure_backup_claim(kube, ref, spec)
-        await kube.create(resources.backup_job(ref, name, f"{name}.db"))
-    except Invalid as exc:
-        return [refused(exc)]
-    return []
-
-
-async def _backup_jobs(kube: Kube, ref: ClusterRef) -> list[JSON]:
-    """The backup Jobs, newest first (none when the RBAC of an older release denies)."""
-    selector = ref.label_selector("backup")
-    try:
-        jobs = await kube.list("batch/v1", "Job", ref.namespace, selector)
-    except ApiError as exc:
-        if exc.code != 403:
-            raise
-        return []
-    return sorted(
-        jobs,
-        key=lambda j: (j["metadata"].get("creationTimestamp") or "", j["metadata"]["name"]),
-        reverse=True,
-    )
-
-
-def _snapshot_file(job: Mapping[str, Any]) -> str:
-    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
-    return str(args[-1]).rsplit("/", 1)[-1].replace("$(JOB_NAME)", job["metadata"]["name"])
-
-
-async def newest_snapshot(kube: Kube, ref: ClusterRef, created: str) -> str | None:
-    """The snapshot of the newest backup Job that succeeded since the EtcdCluster was
-    created (``created``; the backups volume outlives a deleted cluster of the same name,
-    whose final snapshot is not this cluster's data)."""
-    for job in await _backup_jobs(kube, ref):
-        made = job["metadata"].get("creationTimestamp") or ""
-        if (job.get("status") or {}).get("succeeded") and made >= created:
-            return _snapshot_file(job)
-    return None
-
-
-async def last_backup(kube: Kube, ref: ClusterRef) -> JSON | None:
-    jobs = await _backup_jobs(kube, ref)
-    if not jobs:
-        return None
-    job = jobs[0]
-    job_status = job.get("status") or {}
-    backup: JSON = {"job": job["metadata"]["name"], "snapshot": _snapshot_file(job)}
-    if job_status.get("succeeded"):
-        backup["succeeded"] = True
-    elif _job_failed(job_status):
-        backup["succeeded"] = False
-    return backup
-
-
-def _job_failed(job_status: Mapping[str, Any]) -> bool:
-    return any(
-        c.get("type") == "Failed" and c.get("status") == "True"
-        for c in job_status.get("conditions") or []
-    )
-
-
 # -- the pass ----------------------------------------------------------------------------
-
-
-def with_tls_kept(
-    spec: Mapping[str, Any], old: Mapping[str, Any]
-) -> tuple[Mapping[str, Any], str | None]:
-    """The spec to act on: TLS, once on, stays on (members serving TLS cannot go back to
-    plain without a restart of all of them at once), so a spec without ``tls`` keeps the
-    one status records, and that is a problem to report."""
-    was = old.get("tls")
-    if tls.requested(spec) is not None or not isinstance(was, Mapping):
-        return spec, None
-    kept: JSON = {"mode": was.get("mode") or "auto"}
-    if was.get("secretRefs"):
-        kept["secretRefs"] = was["secretRefs"]
-    return {
-        **spec,
-        "tls": kept,
-    }, "spec.tls cannot be removed once the members serve TLS: it stays on"
 
 
 async def reconcile(kube: Kube, ref: ClusterRef, body: Mapping[str, Any]) -> Pass:
     old = body.get("status") or {}
-    spec, kept = with_tls_kept(body.get("spec") or {}, old)
+    spec, kept = status.with_tls_kept(body.get("spec") or {}, old)
     ref = replace(ref, client_tls=tls.client_secret_name(ref, spec))
     problems = validation.spec_problems(spec) + ([kept] if kept else [])
-    certificates, tls_problems = await _certificates(kube, ref, spec)
+    certificates, tls_problems = await tls.certificates(kube, ref, spec)
     problems += tls_problems
     problems += await ensure_shared(kube, ref, spec)
     annotations = (body.get("metadata") or {}).get("annotations") or {}
-    problems += await request_backup(kube, ref, spec, annotations)
+    problems += await backups.request_backup(kube, ref, spec, annotations)
     created = str((body.get("metadata") or {}).get("creationTimestamp") or "")
     world = await observe(kube, ref, spec, old, tuple(problems), annotations, created, certificates)
     if world.invalid and not world.observed.bootstrapped:
         # nothing is created from a spec the operator refuses
-        step: plan.Step = plan.Failed("InvalidSpec", world.invalid)
+        step: plan_model.Step = plan_model.Failed("InvalidSpec", world.invalid)
     else:
         step = plan.next_step(world.observed, world.running_version)
         try:
             step = await act(kube, ref, spec, world, step)
         except etcd.EtcdUnavailable as exc:
-            step = plan.Wait("Unreachable", f"etcd did not answer {step.reason}: {exc}")
+            step = plan_model.Wait("Unreachable", f"etcd did not answer {step.reason}: {exc}")
         except Invalid as exc:
             # not retried until the spec changes (the daemon wakes on every change)
             world.problems.append(refused(exc))
-            step = plan.Blocked("InvalidSpec", f"{step.message}: {refused(exc)}")
-    new_status = build_status(ref, body, world, step, await last_backup(kube, ref))
+            step = plan_model.Blocked("InvalidSpec", f"{step.message}: {refused(exc)}")
+    backup = await backups.last_backup(kube, ref)
+    new_status = status.build_status(ref, body, world.observed, world.invalid, step, backup)
     if certificates is not None:
-        new_status["tls"] = {**certificates.status(), **_tls_record(spec)}
+        new_status["tls"] = {**certificates.status(), **status.tls_record(spec)}
     return Pass(step, new_status, list(dict.fromkeys(world.problems)))
-
-
-async def _certificates(
-    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]
-) -> tuple[tls.State | None, list[str]]:
-    """The pass's certificates (made or renewed for every member Pod), and what is wrong
-    with the user's Secrets."""
-    if tls.requested(spec) is None or validation.tls_problem(spec):
-        return None, []
-    pods = await kube.list("v1", "Pod", ref.namespace, ref.label_selector())
-    members = [
-        p["metadata"]["labels"][MEMBER_LABEL]
-        for p in pods
-        if MEMBER_LABEL in (p["metadata"].get("labels") or {})
-    ]
-    state = await tls.ensure(kube, ref, spec, members)
-    return state, list(state.problems) if state else []
-
-
-def _tls_record(spec: Mapping[str, Any]) -> JSON:
-    """What status keeps of spec.tls (see :func:`with_tls_kept`)."""
-    requested = tls.requested(spec) or {}
-    record: JSON = {"mode": requested.get("mode") or "auto"}
-    if tls.secret_refs(spec):
-        record["secretRefs"] = dict(tls.secret_refs(spec) or {})
-    return record
-
-
-def build_status(
-    ref: ClusterRef, body: Mapping[str, Any], world: World, step: plan.Step, backup: JSON | None
-) -> JSON:
-    old = body.get("status") or {}
-    observed = world.observed
-    versions = sorted(
-        {m["version"] for m in status.members(observed, ref) if m["version"]}, key=parse
-    )
-    was_creating = status.creating(old)
-    stale = [dict(m, healthy=False, isLeader=False) for m in old.get("members") or []]
-    # after a rebuild the old members are no more: the next passes wait for the new seed
-    rebuilt = isinstance(step, plan.RebuildFromBackup)
-    members = [] if rebuilt else status.members(observed, ref) or stale
-    started = bool(members)
-    new: JSON = {
-        "phase": status.phase(step, world.invalid, old.get("phase"), started),
-        "members": members,
-        "readyMembers": len(observed.health),
-        "currentVersion": versions[0] if versions else old.get("currentVersion"),
-        "targetVersion": str((body.get("spec") or {}).get("version") or ""),
-        "observedGeneration": (body.get("metadata") or {}).get("generation"),
-        "conditions": status.conditions(
-            step, observed, world.invalid, old.get("conditions") or [], was_creating, started
-        ),
-    }
-    if backup:
-        new["lastBackup"] = backup
-    if isinstance(step, plan.Wait) and step.for_good:
-        new["quorumLostForGoodSince"] = old.get("quorumLostForGoodSince") or status.now()
-    if isinstance(step, plan.RebuildFromBackup):
-        new["lastRecovery"] = {"snapshot": step.snapshot, "time": status.now()}
-    elif old.get("lastRecovery"):
-        new["lastRecovery"] = old["lastRecovery"]
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
-    request = defrag_request(annotations, old)
-    if request and isinstance(step, plan.Settled):
-        new["lastDefragmentation"] = {"request": request, "completionTime": status.now()}
-    elif old.get("lastDefragmentation"):
-        new["lastDefragmentation"] = old["lastDefragmentation"]
-    return new

@@ -12,29 +12,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-JSON = dict[str, Any]
+from etcd_operator.refs import (
+    CLIENT_PORT,
+    CONFIG_ANNOTATION,
+    DATA_DIR,
+    HOSTNAME,
+    MEMBER_LABEL,
+    METRICS_PORT,
+    PEER_PORT,
+    STATE_ANNOTATION,
+    TLS_ANNOTATION,
+    TLS_DIR,
+    VERSION_LABEL,
+    ClusterRef,
+    MemberSpec,
+)
+from etcd_operator.resources_backup import restore_container
+from etcd_operator.resources_tls import tls_args, tls_volume
 
-GROUP = "etcd.olmtool.dev"
-CLIENT_PORT, PEER_PORT, METRICS_PORT = 2379, 2380, 2381
-DATA_DIR = "/var/lib/etcd"
-BACKUP_DIR = "/backups"
-MEMBER_LABEL = f"{GROUP}/member"
-VERSION_LABEL = f"{GROUP}/version"
-HOSTNAME = "kubernetes.io/hostname"  # the node label members spread over
-BACKUP_REQUEST = f"{GROUP}/backup-request"
-DEFRAG_REQUEST = f"{GROUP}/defragment-request"
-STATE_ANNOTATION = f"{GROUP}/initial-cluster-state"
-# a digest of the member settings a Pod was made with (spec.options); none: the defaults
-CONFIG_ANNOTATION = f"{GROUP}/config"
-# a member's TLS stage: none (plain), "ready" (plain, but holds the peer certificates to
-# dial peers that serve TLS), "on" (serves clients and peers with TLS only)
-TLS_ANNOTATION = f"{GROUP}/tls"
-TLS_DIR = "/etc/etcd/tls"
-CLIENT_TLS_DIR = "/etc/etcd/client-tls"
+JSON = dict[str, Any]
 # spec.options -> the etcd environment variable each one sets (etcd's flags of those names)
 OPTION_VARIABLES = {
     "quotaBackendBytes": "ETCD_QUOTA_BACKEND_BYTES",
@@ -44,142 +43,6 @@ OPTION_VARIABLES = {
     "heartbeatIntervalMs": "ETCD_HEARTBEAT_INTERVAL",
     "electionTimeoutMs": "ETCD_ELECTION_TIMEOUT",
 }
-
-
-@dataclass(frozen=True)
-class ClusterRef:
-    """The EtcdCluster the objects belong to, and what they all need from it."""
-
-    name: str
-    namespace: str
-    uid: str
-    api_version: str = f"{GROUP}/v1beta1"
-    etcd_image: str = "quay.io/coreos/etcd"
-    backup_image: str = "quay.io/coreos/etcd:v3.5.1"
-    # the Secret with the client certificate (tls.crt, tls.key, ca.crt) when spec.tls is
-    # set: clients (the backup Jobs) reach the cluster over https with it
-    client_tls: str | None = None
-
-    def labels(self, component: str = "member") -> dict[str, str]:
-        return {
-            "app.kubernetes.io/name": "etcd",
-            "app.kubernetes.io/instance": self.name,
-            "app.kubernetes.io/managed-by": "etcd-operator",
-            "app.kubernetes.io/component": component,
-        }
-
-    def selector(self, component: str = "member") -> dict[str, str]:
-        return {
-            "app.kubernetes.io/name": "etcd",
-            "app.kubernetes.io/instance": self.name,
-            "app.kubernetes.io/component": component,
-        }
-
-    def label_selector(self, component: str = "member") -> str:
-        """:meth:`selector` as a list call's ``labelSelector``."""
-        return ",".join(f"{k}={v}" for k, v in self.selector(component).items())
-
-    def owner(self) -> JSON:
-        return {
-            "apiVersion": self.api_version,
-            "kind": "EtcdCluster",
-            "name": self.name,
-            "uid": self.uid,
-            "controller": True,
-            # no blockOwnerDeletion: it needs etcdclusters/finalizers rights, which the
-            # RBAC of older releases lacks; background deletion cascades without it
-        }
-
-    def meta(self, name: str, component: str = "member", owned: bool = True) -> JSON:
-        meta: JSON = {"name": name, "namespace": self.namespace, "labels": self.labels(component)}
-        if owned:
-            meta["ownerReferences"] = [self.owner()]
-        return meta
-
-    # -- names -----------------------------------------------------------------------
-
-    @property
-    def peer_service(self) -> str:
-        return self.name
-
-    @property
-    def client_service(self) -> str:
-        return f"{self.name}-client"
-
-    @property
-    def metrics_service(self) -> str:
-        return f"{self.name}-metrics"
-
-    @property
-    def bootstrap_config(self) -> str:
-        return f"{self.name}-bootstrap"
-
-    @property
-    def backup_claim(self) -> str:
-        return f"{self.name}-backups"
-
-    @property
-    def backup_cronjob(self) -> str:
-        return f"{self.name}-backup"
-
-    def client_url(self, secure: bool = False) -> str:
-        return f"{_scheme(secure)}://{self.client_host}:{CLIENT_PORT}"
-
-    @property
-    def client_host(self) -> str:
-        return f"{self.client_service}.{self.namespace}.svc"
-
-    def host(self, member: str) -> str:
-        return f"{member}.{self.peer_service}.{self.namespace}.svc"
-
-    def peer_url(self, member: str, secure: bool = False) -> str:
-        return f"{_scheme(secure)}://{self.host(member)}:{PEER_PORT}"
-
-    def member_client_url(self, member: str, secure: bool = False) -> str:
-        return f"{_scheme(secure)}://{self.host(member)}:{CLIENT_PORT}"
-
-    # -- TLS (spec.tls) --------------------------------------------------------------
-
-    @property
-    def ca_secret(self) -> str:
-        return f"{self.name}-ca"
-
-    @property
-    def client_secret(self) -> str:
-        """The client certificate the operator and the backup Jobs present (mode auto)."""
-        return f"{self.name}-client-tls"
-
-    def member_secret(self, member: str) -> str:
-        """A member's serving and peer certificates (mode auto)."""
-        return f"{member}-tls"
-
-    def server_names(self, member: str) -> list[str]:
-        """What a member's serving certificate names: the member, and the client Service
-        by every name a Pod resolves it by."""
-        client = self.client_service
-        return [
-            self.host(member),
-            f"{self.host(member)}.cluster.local",
-            client,
-            f"{client}.{self.namespace}",
-            self.client_host,
-            f"{self.client_host}.cluster.local",
-            "localhost",
-            "127.0.0.1",
-        ]
-
-    def peer_names(self, member: str) -> list[str]:
-        return [self.host(member), f"{self.host(member)}.cluster.local"]
-
-    def data_claim(self, member: str) -> str:
-        return f"{member}-data"
-
-    def image(self, version: str) -> str:
-        return f"{self.etcd_image}:v{version}"
-
-
-def _scheme(secure: bool) -> str:
-    return "https" if secure else "http"
 
 
 # -- services and configuration ----------------------------------------------------------
@@ -274,80 +137,6 @@ def _with_member(meta: JSON, member: str) -> JSON:
     return meta
 
 
-@dataclass(frozen=True)
-class MemberSpec:
-    """How to start one member."""
-
-    name: str
-    version: str
-    # every member etcd knows, by name (the new one included), for --initial-cluster
-    initial_cluster: Sequence[str]
-    state: str  # "new" or "existing"
-    resources: Mapping[str, Any] | None = None
-    restore: Mapping[str, str] | None = None  # {"claimName", "snapshot"} for the seed
-    placement: Mapping[str, Any] | None = None  # spec.placement
-    options: Mapping[str, Any] | None = None  # spec.options (checked)
-    tls: str = ""  # the TLS stage it starts in: "", "ready" or "on" (TLS_ANNOTATION)
-    # spec.tls.secretRefs ({"server", "peer", "client"}); None: the member's own Secret
-    tls_refs: Mapping[str, str] | None = None
-    # the peer URL etcd has for each other member (scheme included), by name
-    peer_urls: Mapping[str, str] | None = None
-
-    @property
-    def secure(self) -> bool:
-        return self.tls == "on"
-
-
-def tls_args(stage: str) -> list[str]:
-    """etcd's TLS flags for a stage: "ready" dials peers that serve TLS with the peer
-    certificate (etcd ignores the files for its own plain listener), "on" serves clients
-    and peers with TLS only and asks both for a certificate of the cluster's CA. Metrics
-    and /health stay plain on their own port (probes and scrapers need no certificate)."""
-    if not stage:
-        return []
-    dial = [
-        f"--peer-trusted-ca-file={TLS_DIR}/peer-ca.crt",
-        f"--peer-cert-file={TLS_DIR}/peer.crt",
-        f"--peer-key-file={TLS_DIR}/peer.key",
-    ]
-    if stage != "on":
-        return dial
-    return [
-        *dial,
-        "--peer-client-cert-auth=true",
-        "--client-cert-auth=true",
-        f"--trusted-ca-file={TLS_DIR}/ca.crt",
-        f"--cert-file={TLS_DIR}/server.crt",
-        f"--key-file={TLS_DIR}/server.key",
-    ]
-
-
-def _items(secret: str, keys: Mapping[str, str]) -> JSON:
-    return {"secret": {"name": secret, "items": [{"key": k, "path": p} for k, p in keys.items()]}}
-
-
-def tls_volume(ref: ClusterRef, spec: MemberSpec) -> JSON:
-    """The member's certificates under :data:`TLS_DIR` as ``ca.crt``, ``server.crt/key``,
-    ``peer-ca.crt`` and ``peer.crt/key``: from its own Secret (mode auto), or from the
-    user's (cert-manager's shape: ``tls.crt``, ``tls.key``, ``ca.crt``). The kubelet
-    updates the files when a Secret changes, and etcd reads them at every handshake, so
-    a renewed certificate needs no restart."""
-    if spec.tls_refs:
-        sources = [
-            _items(
-                spec.tls_refs["server"],
-                {"tls.crt": "server.crt", "tls.key": "server.key", "ca.crt": "ca.crt"},
-            ),
-            _items(
-                spec.tls_refs["peer"],
-                {"tls.crt": "peer.crt", "tls.key": "peer.key", "ca.crt": "peer-ca.crt"},
-            ),
-        ]
-    else:
-        sources = [{"secret": {"name": ref.member_secret(spec.name)}}]
-    return {"name": "tls", "projected": {"sources": sources}}
-
-
 def option_variables(options: Mapping[str, Any] | None) -> list[JSON]:
     """``spec.options`` as the member container's environment, sorted. A container's
     ``env`` wins over the shared ConfigMap's (``envFrom``) for the same name; flags are not
@@ -434,7 +223,7 @@ def member_pod(ref: ClusterRef, spec: MemberSpec) -> JSON:
     if spec.tls:
         pod_spec["volumes"].append(tls_volume(ref, spec))
     if spec.restore:
-        pod_spec["initContainers"] = [_restore_container(ref, spec, peers)]
+        pod_spec["initContainers"] = [restore_container(ref, spec, peers)]
         pod_spec["volumes"].append(
             {
                 "name": "snapshots",
@@ -484,133 +273,4 @@ def spread_members(ref: ClusterRef) -> JSON:
                 {"weight": 100, "podAffinityTerm": term}
             ]
         }
-    }
-
-
-def _restore_container(ref: ClusterRef, spec: MemberSpec, peers: str) -> JSON:
-    """``etcdutl snapshot restore`` (3.5; ``etcdctl`` in 3.4) into the seed's data dir."""
-    tool = "etcdctl" if spec.version.startswith("3.4.") else "etcdutl"
-    return {
-        "name": "restore",
-        "image": ref.image(spec.version),
-        "command": [tool],
-        "args": [
-            "snapshot",
-            "restore",
-            f"{BACKUP_DIR}/{spec.restore['snapshot']}" if spec.restore else "",
-            f"--name={spec.name}",
-            f"--initial-cluster={peers}",
-            f"--initial-advertise-peer-urls={ref.peer_url(spec.name, spec.secure)}",
-            "--initial-cluster-token=$(ETCD_INITIAL_CLUSTER_TOKEN)",
-            f"--data-dir={DATA_DIR}/data",
-        ],
-        "env": [
-            {
-                "name": "ETCD_INITIAL_CLUSTER_TOKEN",
-                "valueFrom": {
-                    "configMapKeyRef": {
-                        "name": ref.bootstrap_config,
-                        "key": "ETCD_INITIAL_CLUSTER_TOKEN",
-                    }
-                },
-            }
-        ],
-        "volumeMounts": [
-            {"name": "data", "mountPath": DATA_DIR},
-            {"name": "snapshots", "mountPath": BACKUP_DIR, "readOnly": True},
-        ],
-    }
-
-
-# -- backups -----------------------------------------------------------------------------
-
-
-def backup_claim(ref: ClusterRef, size: str) -> JSON:
-    """Not owned by the EtcdCluster: backups (the final snapshot above all) outlive it."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": ref.meta(ref.backup_claim, "backup", owned=False),
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}},
-    }
-
-
-def backup_pod_template(ref: ClusterRef, snapshot: str) -> JSON:
-    """``etcdctl snapshot save`` from the client Service into the backups volume;
-    ``snapshot`` may use ``$(JOB_NAME)``. With TLS, over https with the client
-    certificate (``ref.client_tls``)."""
-    secure = ref.client_tls is not None
-    tls_args = [
-        f"--cacert={CLIENT_TLS_DIR}/ca.crt",
-        f"--cert={CLIENT_TLS_DIR}/tls.crt",
-        f"--key={CLIENT_TLS_DIR}/tls.key",
-    ]
-    container: JSON = {
-        "name": "snapshot",
-        "image": ref.backup_image,
-        "command": ["etcdctl"],
-        "args": [
-            f"--endpoints={ref.client_url(secure)}",
-            *(tls_args if secure else []),
-            "--dial-timeout=5s",
-            "--command-timeout=60s",
-            "snapshot",
-            "save",
-            f"{BACKUP_DIR}/{snapshot}",
-        ],
-        "env": [
-            {
-                "name": "JOB_NAME",
-                "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['job-name']"}},
-            }
-        ],
-        "volumeMounts": [{"name": "backups", "mountPath": BACKUP_DIR}],
-    }
-    volumes: list[JSON] = [
-        {"name": "backups", "persistentVolumeClaim": {"claimName": ref.backup_claim}}
-    ]
-    if ref.client_tls is not None:
-        container["volumeMounts"].append(
-            {"name": "client-tls", "mountPath": CLIENT_TLS_DIR, "readOnly": True}
-        )
-        volumes.append({"name": "client-tls", "secret": {"secretName": ref.client_tls}})
-    return {
-        "metadata": {"labels": ref.labels("backup")},
-        "spec": {"restartPolicy": "Never", "containers": [container], "volumes": volumes},
-    }
-
-
-def backup_job_spec(ref: ClusterRef, snapshot: str = "$(JOB_NAME).db") -> JSON:
-    return {
-        "backoffLimit": 2,
-        "activeDeadlineSeconds": 600,
-        "template": backup_pod_template(ref, snapshot),
-    }
-
-
-def backup_cronjob(ref: ClusterRef, schedule: str, api_version: str) -> JSON:
-    return {
-        "apiVersion": api_version,
-        "kind": "CronJob",
-        "metadata": ref.meta(ref.backup_cronjob, "backup"),
-        "spec": {
-            "schedule": schedule,
-            "concurrencyPolicy": "Forbid",
-            "successfulJobsHistoryLimit": 3,
-            "failedJobsHistoryLimit": 3,
-            "jobTemplate": {
-                "metadata": {"labels": ref.labels("backup")},
-                "spec": backup_job_spec(ref),
-            },
-        },
-    }
-
-
-def backup_job(ref: ClusterRef, name: str, snapshot: str, owned: bool = True) -> JSON:
-    """An on-demand (or final) backup: the CronJob's Job, with a chosen snapshot name."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": ref.meta(name, "backup", owned=owned),
-        "spec": backup_job_spec(ref, snapshot),
     }

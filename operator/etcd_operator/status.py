@@ -6,8 +6,10 @@ import datetime
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from etcd_operator import plan
-from etcd_operator.resources import ClusterRef
+from etcd_operator import plan_model, tls
+from etcd_operator.maintenance import defrag_request
+from etcd_operator.refs import ClusterRef
+from etcd_operator.versions import parse
 
 JSON = dict[str, Any]
 
@@ -48,33 +50,35 @@ _DEGRADED = (
     "RestoringFromBackup",
 )
 # Steps after which the operator does nothing until something changes.
-_STUCK = (plan.Failed, plan.Blocked)
+_STUCK = (plan_model.Failed, plan_model.Blocked)
 
 
-def phase(step: plan.Step, invalid: str | None, old_phase: str | None, started: bool = True) -> str:
+def phase(
+    step: plan_model.Step, invalid: str | None, old_phase: str | None, started: bool = True
+) -> str:
     """``started``: whether a member ever ran (a cluster that failed before is still being
     created once its spec is fixed)."""
     was_creating = _creating(old_phase, started)
-    if isinstance(step, plan.Failed) or (invalid and was_creating):
+    if isinstance(step, plan_model.Failed) or (invalid and was_creating):
         return "Failed"
-    if was_creating and not isinstance(step, plan.Settled):
+    if was_creating and not isinstance(step, plan_model.Settled):
         return "Creating"
-    if isinstance(step, plan.Wait) and step.quorum_lost:
+    if isinstance(step, plan_model.Wait) and step.quorum_lost:
         return "Degraded"
-    if isinstance(step, plan.Blocked):
+    if isinstance(step, plan_model.Blocked):
         return "Degraded"
     if step.reason in _PHASES:
         return _PHASES[step.reason]
-    if isinstance(step, plan.Wait) and old_phase in ("Scaling", "Upgrading"):
+    if isinstance(step, plan_model.Wait) and old_phase in ("Scaling", "Upgrading"):
         # a member settling between two steps of a change in progress
         return str(old_phase)
     return "Degraded" if step.reason in _DEGRADED else "Running"
 
 
-def members(observed: plan.Observed, ref: ClusterRef) -> list[JSON]:
+def members(observed: plan_model.Observed, ref: ClusterRef) -> list[JSON]:
     leader = observed.leader_id
     out = []
-    for member in sorted(observed.members or (), key=lambda m: plan.ordinal(m.name)):
+    for member in sorted(observed.members or (), key=lambda m: plan_model.ordinal(m.name)):
         health = observed.health.get(member.id)
         pod = observed.pods.get(member.name)
         out.append(
@@ -111,8 +115,8 @@ def condition(
 
 
 def conditions(
-    step: plan.Step,
-    observed: plan.Observed,
+    step: plan_model.Step,
+    observed: plan_model.Observed,
     invalid: str | None,
     previous: Sequence[Mapping[str, Any]],
     was_creating: bool,
@@ -124,12 +128,12 @@ def conditions(
     stuck = isinstance(step, _STUCK)
     settled = (
         stuck
-        or isinstance(step, plan.Settled)
-        or (isinstance(step, plan.Wait) and step.quorum_lost)
+        or isinstance(step, plan_model.Settled)
+        or (isinstance(step, plan_model.Wait) and step.quorum_lost)
     )
     healthy = len(observed.healthy_voters)
     # Available once the cluster has reached its size, then for as long as it has quorum
-    quorum = observed.has_quorum and not (was_creating and not isinstance(step, plan.Settled))
+    quorum = observed.has_quorum and not (was_creating and not isinstance(step, plan_model.Settled))
     if quorum:
         available = ("QuorumAvailable", f"{healthy} of {len(observed.voters)} members healthy")
     elif not started:
@@ -141,9 +145,9 @@ def conditions(
     degraded: tuple[bool, str, str]
     if invalid:
         degraded = (True, "InvalidSpec", invalid)
-    elif isinstance(step, plan.Failed):
+    elif isinstance(step, plan_model.Failed):
         degraded = (True, step.reason, step.message)
-    elif isinstance(step, plan.Wait) and step.quorum_lost:
+    elif isinstance(step, plan_model.Wait) and step.quorum_lost:
         degraded = (True, "QuorumLost", step.message)
     elif step.reason in _DEGRADED and not was_creating:
         degraded = (True, step.reason, step.message)
@@ -179,3 +183,78 @@ def unreported(
         "",
     )
     return [p for p in dict.fromkeys(problems) if p not in reported and p not in said]
+
+
+# -- building status ---------------------------------------------------------------------
+
+
+def with_tls_kept(
+    spec: Mapping[str, Any], old: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], str | None]:
+    """The spec to act on: TLS, once on, stays on (members serving TLS cannot go back to
+    plain without a restart of all of them at once), so a spec without ``tls`` keeps the
+    one status records, and that is a problem to report."""
+    was = old.get("tls")
+    if tls.requested(spec) is not None or not isinstance(was, Mapping):
+        return spec, None
+    kept: JSON = {"mode": was.get("mode") or "auto"}
+    if was.get("secretRefs"):
+        kept["secretRefs"] = was["secretRefs"]
+    return {
+        **spec,
+        "tls": kept,
+    }, "spec.tls cannot be removed once the members serve TLS: it stays on"
+
+
+def tls_record(spec: Mapping[str, Any]) -> JSON:
+    """What status keeps of spec.tls (see :func:`with_tls_kept`)."""
+    requested = tls.requested(spec) or {}
+    record: JSON = {"mode": requested.get("mode") or "auto"}
+    if tls.secret_refs(spec):
+        record["secretRefs"] = dict(tls.secret_refs(spec) or {})
+    return record
+
+
+def build_status(
+    ref: ClusterRef,
+    body: Mapping[str, Any],
+    observed: plan_model.Observed,
+    invalid: str | None,
+    step: plan_model.Step,
+    backup: JSON | None,
+) -> JSON:
+    """``invalid``: what the operator refuses in the spec (the pass's problems), or None."""
+    old = body.get("status") or {}
+    versions = sorted({m["version"] for m in members(observed, ref) if m["version"]}, key=parse)
+    was_creating = creating(old)
+    stale = [dict(m, healthy=False, isLeader=False) for m in old.get("members") or []]
+    # after a rebuild the old members are no more: the next passes wait for the new seed
+    rebuilt = isinstance(step, plan_model.RebuildFromBackup)
+    found = [] if rebuilt else members(observed, ref) or stale
+    started = bool(found)
+    new: JSON = {
+        "phase": phase(step, invalid, old.get("phase"), started),
+        "members": found,
+        "readyMembers": len(observed.health),
+        "currentVersion": versions[0] if versions else old.get("currentVersion"),
+        "targetVersion": str((body.get("spec") or {}).get("version") or ""),
+        "observedGeneration": (body.get("metadata") or {}).get("generation"),
+        "conditions": conditions(
+            step, observed, invalid, old.get("conditions") or [], was_creating, started
+        ),
+    }
+    if backup:
+        new["lastBackup"] = backup
+    if isinstance(step, plan_model.Wait) and step.for_good:
+        new["quorumLostForGoodSince"] = old.get("quorumLostForGoodSince") or now()
+    if isinstance(step, plan_model.RebuildFromBackup):
+        new["lastRecovery"] = {"snapshot": step.snapshot, "time": now()}
+    elif old.get("lastRecovery"):
+        new["lastRecovery"] = old["lastRecovery"]
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    request = defrag_request(annotations, old)
+    if request and isinstance(step, plan_model.Settled):
+        new["lastDefragmentation"] = {"request": request, "completionTime": now()}
+    elif old.get("lastDefragmentation"):
+        new["lastDefragmentation"] = old["lastDefragmentation"]
+    return new

@@ -6,7 +6,7 @@ Secrets of mode auto, all owned by the EtcdCluster:
 
 - ``<name>-ca``: the CA (``tls.crt``, ``tls.key``, ``ca.crt``), ten years or more;
 - ``<member>-tls``: a member's ``server.crt/key`` and ``peer.crt/key`` with ``ca.crt`` and
-  ``peer-ca.crt`` (the file names :func:`etcd_operator.resources.tls_volume` mounts), made
+  ``peer-ca.crt`` (the file names :func:`etcd_operator.resources_tls.tls_volume` mounts), made
   before the member's Pod and deleted with it;
 - ``<name>-client-tls``: the client certificate (cert-manager's shape), for the operator,
   the backup Jobs and olmtool's upgrade probe.
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from etcd_operator import certs
-from etcd_operator.resources import ClusterRef
+from etcd_operator import certs, validation
+from etcd_operator.refs import MEMBER_LABEL, ClusterRef
 
 if TYPE_CHECKING:
     from etcd_operator.kube import Kube
@@ -215,6 +215,23 @@ async def ensure(
         client=Credentials(ca.cert.encode(), cert.encode(), key.encode()),
         expiry=min(expiries) if expiries else None,
     )
+
+
+async def certificates(
+    kube: Kube, ref: ClusterRef, spec: Mapping[str, Any]
+) -> tuple[State | None, list[str]]:
+    """The pass's certificates (made or renewed for every member Pod), and what is wrong
+    with the user's Secrets."""
+    if requested(spec) is None or validation.tls_problem(spec):
+        return None, []
+    pods = await kube.list("v1", "Pod", ref.namespace, ref.label_selector())
+    members = [
+        p["metadata"]["labels"][MEMBER_LABEL]
+        for p in pods
+        if MEMBER_LABEL in (p["metadata"].get("labels") or {})
+    ]
+    state = await ensure(kube, ref, spec, members)
+    return state, list(state.problems) if state else []
 
 
 async def _read_refs(kube: Kube, ref: ClusterRef, refs: Mapping[str, str]) -> State:

@@ -120,6 +120,12 @@ def options_problem(spec: Mapping[str, Any]) -> str | None:
     return None
 
 
+def options(spec: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``spec.options`` when the operator accepts them; else None: a member started
+    meanwhile gets the defaults rather than settings etcd would refuse."""
+    return None if options_problem(spec) else spec.get("options")
+
+
 def spec_problems(spec: Mapping[str, Any]) -> list[str]:
     """What the operator refuses in ``spec`` (the version is checked on its own, against the
     version the members run: :func:`etcd_operator.versions.check_change`)."""

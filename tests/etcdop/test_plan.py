@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from etcd_operator import plan
 from etcd_operator.plan import Health, Member, MemberPod, Observed
+from etcd_operator.plan_maintenance import MiB
 from etcd_operator.versions import parse
 
 V = "3.5.1"
@@ -298,8 +299,6 @@ def test_a_member_stale_in_version_and_options_restarts_once_as_an_upgrade() -> 
 
 
 # -- maintenance ---------------------------------------------------------------------------
-
-MiB = plan.MiB
 
 
 def sized(members: list[Member], sizes: dict[int, tuple[int, int]], **kwargs: object) -> Observed:

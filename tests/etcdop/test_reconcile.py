@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from etcd_operator import plan, reconcile
+from etcd_operator import backups, maintenance, plan, reconcile
 from etcd_operator.kube import ApiError, Invalid
-from etcd_operator.resources import ClusterRef
+from etcd_operator.refs import ClusterRef
 
 REF = ClusterRef(name="ex", namespace="ns", uid="0123456789abcdef")
 JSON = dict[str, Any]
@@ -277,16 +277,16 @@ def test_options_etcd_would_refuse_create_nothing() -> None:
 
 def test_a_defragment_request_is_pending_until_a_pass_settles_with_it() -> None:
     annotations = {"etcd.olmtool.dev/defragment-request": "1"}
-    assert reconcile.defrag_request(annotations, {}) == "1"
+    assert maintenance.defrag_request(annotations, {}) == "1"
     done = {"lastDefragmentation": {"request": "1", "completionTime": "2026-11-28T00:00:00Z"}}
-    assert reconcile.defrag_request(annotations, done) is None
-    assert reconcile.defrag_request({}, {}) is None
+    assert maintenance.defrag_request(annotations, done) is None
+    assert maintenance.defrag_request({}, {}) is None
 
 
 def test_the_quota_is_the_option_or_95_percent_of_the_volume() -> None:
-    assert reconcile.quota_bytes({"options": {"quotaBackendBytes": 33554432}}) == 33554432
-    assert reconcile.quota_bytes({"storageSize": "1Gi"}) == 1073741824 * 95 // 100
-    assert reconcile.quota_bytes({"storageSize": "-1"}) == 0
+    assert maintenance.quota_bytes({"options": {"quotaBackendBytes": 33554432}}) == 33554432
+    assert maintenance.quota_bytes({"storageSize": "1Gi"}) == 1073741824 * 95 // 100
+    assert maintenance.quota_bytes({"storageSize": "-1"}) == 0
 
 
 def _backup_job(name: str, created: str, succeeded: bool) -> JSON:
@@ -310,9 +310,9 @@ def test_the_newest_snapshot_is_this_clusters_newest_successful_one() -> None:
         _backup_job("ex-backup-b", "2026-11-28T11:00:00Z", False),
     ):
         kube.objects[("Job", job["metadata"]["name"])] = job
-    newest = reconcile.newest_snapshot(kube, REF, "2026-11-28T09:00:00Z")  # type: ignore[arg-type]
+    newest = backups.newest_snapshot(kube, REF, "2026-11-28T09:00:00Z")  # type: ignore[arg-type]
     assert asyncio.run(newest) == "ex-backup-a.db"
-    too_early = reconcile.newest_snapshot(kube, REF, "2026-11-28T10:30:00Z")  # type: ignore[arg-type]
+    too_early = backups.newest_snapshot(kube, REF, "2026-11-28T10:30:00Z")  # type: ignore[arg-type]
     assert asyncio.run(too_early) is None
 
 

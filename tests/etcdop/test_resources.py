@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from etcd_operator import resources
+from etcd_operator import resources, resources_backup
 from etcd_operator.__main__ import scope
-from etcd_operator.resources import ClusterRef, MemberSpec
+from etcd_operator.refs import ClusterRef, MemberSpec
 
 REF = ClusterRef(name="ex", namespace="ns", uid="0123456789abcdef")
 
@@ -81,14 +81,14 @@ def test_services_and_budget() -> None:
 
 
 def test_backups_outlive_the_cluster_and_jobs_name_their_snapshot() -> None:
-    claim = resources.backup_claim(REF, "2Gi")
+    claim = resources_backup.backup_claim(REF, "2Gi")
     assert "ownerReferences" not in claim["metadata"]
-    cron = resources.backup_cronjob(REF, "0 * * * *", "batch/v1beta1")
+    cron = resources_backup.backup_cronjob(REF, "0 * * * *", "batch/v1beta1")
     container = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["etcdctl"]
     assert container["args"][-3:] == ["snapshot", "save", "/backups/$(JOB_NAME).db"]
     assert "--endpoints=http://ex-client.ns.svc:2379" in container["args"]
-    job = resources.backup_job(REF, "ex-final-01234567", "ex-final.db")
+    job = resources_backup.backup_job(REF, "ex-final-01234567", "ex-final.db")
     assert job["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "/backups/ex-final.db"
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from etcd_operator import certs, plan, resources, tls
-from etcd_operator.resources import ClusterRef, MemberSpec
+from etcd_operator import certs, plan, plan_tls, resources, resources_backup, resources_tls, tls
+from etcd_operator.refs import ClusterRef, MemberSpec
 
 from tests.etcdop.test_plan import member, observed, pod, step
 from tests.etcdop.test_reconcile import FakeKube, cluster, run
@@ -89,7 +89,7 @@ def test_a_new_tls_cluster_gets_a_ca_a_client_and_member_certificates_and_serves
     again = run(kube, cluster({"tls": {"mode": "auto"}}, outcome.status))
     assert again.status["tls"]["expiry"] > "2026"
     # backups go over https with the client certificate
-    cron = resources.backup_pod_template(
+    cron = resources_backup.backup_pod_template(
         ClusterRef(name="ex", namespace="ns", uid="u", client_tls="ex-client-tls"), "s.db"
     )
     backup_args = cron["spec"]["containers"][0]["args"]
@@ -114,8 +114,8 @@ def test_a_due_member_certificate_is_renewed_in_place() -> None:
 
 
 def test_member_flags_per_tls_stage() -> None:
-    assert resources.tls_args("") == []
-    ready = resources.tls_args("ready")
+    assert resources_tls.tls_args("") == []
+    ready = resources_tls.tls_args("ready")
     assert "--peer-cert-file=/etc/etcd/tls/peer.crt" in ready
     assert not any("client-cert-auth" in a for a in ready)
     plain = resources.member_pod(
@@ -161,10 +161,10 @@ def test_turning_tls_on_rolls_each_member_to_its_certificates_then_to_tls() -> N
 def test_a_restarted_member_serves_what_its_peer_url_says() -> None:
     secure = plan.Member(id=101, name="c-1", peer_url="https://c-1.c.ns.svc:2380")
     obs = observed([member(0), secure], [pod(0), pod(1)], tls="on")
-    assert plan.start_stage(obs, "c-1") == "on"
-    assert plan.start_stage(obs, "c-0") == "ready"
-    assert plan.start_stage(obs, "c-7") == "on"  # a new member of a TLS cluster
-    assert plan.start_stage(observed([member(0)], [pod(0)]), "c-0") == ""
+    assert plan_tls.start_stage(obs, "c-1") == "on"
+    assert plan_tls.start_stage(obs, "c-0") == "ready"
+    assert plan_tls.start_stage(obs, "c-7") == "on"  # a new member of a TLS cluster
+    assert plan_tls.start_stage(observed([member(0)], [pod(0)]), "c-0") == ""
 
 
 def test_no_new_member_while_tls_is_being_turned_on() -> None:
