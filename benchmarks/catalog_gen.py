@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 # Bumped whenever the output changes, so cached catalogs of an older generator are not reused.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 FORMATS = ("json", "yaml")
 
 _VOCABULARY = (
@@ -316,6 +316,15 @@ def markdown(spec: PackageSpec, rng: random.Random, size: int) -> str:
 def release_notes(release: Release, rng: random.Random) -> str:
     bullets = "".join(f"* {sentence(rng, rng.randint(6, 16))}\n" for _ in range(rng.randint(2, 7)))
     return f"\n### Release notes for {release.semver}\n\n{bullets}"
+
+
+_KEPT_SCHEMA = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+def api_versions(release: Release) -> list[str]:
+    """The API versions a release's CRD serves: its own and every older one."""
+    order = ["v1alpha1", "v1beta1", "v1"]
+    return order[: order.index(api_version(release)) + 1]
 
 
 def api_version(release: Release) -> str:
@@ -625,8 +634,21 @@ def schema_properties(rng: random.Random, depth: int) -> dict[str, Any]:
 
 
 def crd_manifest(spec: PackageSpec, release: Release, rng: random.Random) -> dict[str, Any]:
-    """The CRD of the package's first kind, with an OpenAPI schema of a few KB."""
+    """The CRD of the package's first kind, with an OpenAPI schema of a few KB; older API
+    versions stay listed, no longer served (clusters store them: dropping them would
+    break upgrades, as ``crd-upgrade/stored-versions`` says)."""
     kind = spec.kinds[0]
+    schema = {
+        "description": sentence(rng, 10),
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": schema_properties(rng, 2)},
+            "status": {"type": "object", "properties": schema_properties(rng, 0)},
+        },
+        "type": "object",
+    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -644,28 +666,22 @@ def crd_manifest(spec: PackageSpec, release: Release, rng: random.Random) -> dic
             },
             "scope": "Namespaced",
             "versions": [
+                *(
+                    {
+                        "name": name,
+                        "schema": {"openAPIV3Schema": _KEPT_SCHEMA},
+                        "served": False,
+                        "storage": False,
+                    }
+                    for name in api_versions(release)[:-1]
+                ),
                 {
                     "name": api_version(release),
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "description": sentence(rng, 10),
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": {"type": "object", "properties": schema_properties(rng, 2)},
-                                "status": {
-                                    "type": "object",
-                                    "properties": schema_properties(rng, 0),
-                                },
-                            },
-                            "type": "object",
-                        }
-                    },
+                    "schema": {"openAPIV3Schema": schema},
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                }
+                },
             ],
         },
     }

@@ -10,7 +10,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from olmtool.actions._project import project_waivers
-from olmtool.catalog import CHECKS, Report, check_rows, select_catalog_suites, validate_catalog
+from olmtool.catalog import (
+    CHECKS,
+    Report,
+    check_rows,
+    checks_run,
+    select_catalog_suites,
+    validate_catalog,
+)
 from olmtool.findings import CheckRow
 from olmtool.waivers import parse_waivers, waive
 
@@ -30,7 +37,7 @@ def catalog_validate(
     suites = select_catalog_suites(select)
     waivers += project_waivers(config)
     report = validate_catalog(directory, suites=suites)
-    waive(report, waivers, checks=CHECKS)
+    waive(report, waivers, checks=checks_run(suites))
     return report
 
 

@@ -80,6 +80,7 @@ __all__ = lazy_package(
             "Report",
             "check_model",
             "check_rows",
+            "checks_run",
             "report",
             "select_catalog_suites",
             "validate_catalog",

@@ -13,6 +13,7 @@ import re
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.checks import bundle_scope, finding
+from olmtool.catalog.crd_upgrade import crd_info
 from olmtool.catalog.model import Bundle
 from olmtool.errors import InputError
 from olmtool.findings import Finding
@@ -46,7 +47,7 @@ def inspect_bundle(
     ``extra=False`` leaves out the GVK checks opm does not make.
     """
     out = _BundleFindings(bundle)
-    csv_replaces = _check_properties(bundle, out, decode_objects=decode_objects)
+    csv_replaces = _check_properties(bundle, record, out, decode_objects=decode_objects)
     _check_package_property(bundle, record, out)
     _check_images(bundle, out)
     if extra:
@@ -57,21 +58,26 @@ def inspect_bundle(
 
 
 def _check_properties(
-    bundle: dc.Bundle, out: _BundleFindings, *, decode_objects: bool
+    bundle: dc.Bundle, record: Bundle, out: _BundleFindings, *, decode_objects: bool
 ) -> str | None:
     csv_replaces = None
+    crds = []
     for prop in bundle.properties:
         if prop.type == dc.PROP_BUNDLE_OBJECT:
             if not decode_objects:
                 continue
             manifest, why = props.decode_bundle_object(prop.value)
             found = f"{prop.type}: {why}" if why else None
-            if manifest is not None and manifest.get("kind") == "ClusterServiceVersion":
+            kind = manifest.get("kind") if manifest is not None else None
+            if kind == "ClusterServiceVersion":
                 csv_replaces = str((manifest.get("spec") or {}).get("replaces") or "")
+            elif kind == "CustomResourceDefinition" and (info := crd_info(manifest)):
+                crds.append(info)
         else:
             found = props.problem(prop)
         if found:
             out.add("property-decode", f"parse property: {found}")
+    record.crds = tuple(crds)
     return csv_replaces
 
 

@@ -75,6 +75,28 @@ CHECKS: dict[str, tuple[Severity, str]] = {
         "warning",
         "extra: the OLM v1 next bundle of an upgrade is one OLM v1 cannot install",
     ),
+    # CRD upgrade safety on every upgrade edge (olmtool.catalog.crd_upgrade): errors, since
+    # OLM refuses the upgrade; stored-versions always (OLM v0 and v1), the rest with the
+    # crd-upgrade suite (--select crd-upgrade, or olm-v1): OLM v1's preflight rules
+    "crd-upgrade/stored-versions": (
+        "error",
+        "extra: an upgrade's CRD drops a version clusters store (OLM v0 and v1 refuse)",
+    ),
+    "crd-upgrade/scope": ("error", "extra: an upgrade changes a CRD's scope (OLM v1 refuses)"),
+    "crd-upgrade/field-removed": (
+        "error",
+        "extra: an upgrade removes a CRD field (OLM v1 refuses)",
+    ),
+    "crd-upgrade/required": ("error", "extra: an upgrade adds required fields (OLM v1 refuses)"),
+    "crd-upgrade/enum": ("error", "extra: an upgrade adds or narrows an enum (OLM v1 refuses)"),
+    "crd-upgrade/bounds": ("error", "extra: an upgrade adds or tightens a bound (OLM v1 refuses)"),
+    "crd-upgrade/default": ("error", "extra: an upgrade changes a default (OLM v1 refuses)"),
+    "crd-upgrade/type": ("error", "extra: an upgrade changes a field's type (OLM v1 refuses)"),
+    "crd-upgrade/one-of": ("error", "extra: an upgrade changes a oneOf (OLM v1 refuses)"),
+    "crd-upgrade/unhandled": (
+        "error",
+        "extra: an upgrade changes what OLM v1 cannot judge: format, pattern... (OLM v1 refuses)",
+    ),
 }
 
 _ORDER = {check: index for index, check in enumerate(CHECKS)}

@@ -40,4 +40,4 @@ class OpmCompat(StrEnum):
 
 # Optional suites of ``catalog validate --select``: ``olm-v1`` reports what OLM v1
 # (operator-controller) cannot install or upgrade to.
-CATALOG_SUITES = ("olm-v1",)
+CATALOG_SUITES = ("olm-v1", "crd-upgrade")

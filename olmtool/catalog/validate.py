@@ -24,6 +24,12 @@ import semver
 from olmtool.catalog import declcfg as dc
 from olmtool.catalog.bundle_checks import inspect_bundle
 from olmtool.catalog.checks import CHECKS, channel_scope, check_rows, finding, ordered, origin_of
+from olmtool.catalog.crd_upgrade import (
+    CRD_UPGRADE,
+    STORED_VERSIONS,
+    check_crd_upgrade_safety,
+    check_stored_versions,
+)
 from olmtool.catalog.error_tree import error_tree, error_tree_lines, error_tree_text
 from olmtool.catalog.load import load_catalog
 from olmtool.catalog.model import (
@@ -45,6 +51,7 @@ __all__ = [
     "Report",
     "check_model",
     "check_rows",
+    "checks_run",
     "error_tree",
     "error_tree_lines",
     "error_tree_text",
@@ -104,7 +111,21 @@ def validate_config(
     found = [*load_findings, *catalog.findings, *check_model(catalog)]
     if OLM_V1 in suites:
         found += check_olm_v1(config, catalog)
+    if OLM_V1 in suites or CRD_UPGRADE in suites:  # OLM v1 runs the CRD preflight
+        found += check_crd_upgrade_safety(config, catalog)
     return report(found)
+
+
+def checks_run(suites: Sequence[str]) -> set[str]:
+    """The check ids a validation with ``suites`` runs (a waiver of another one is not
+    reported as matching nothing: its check did not run)."""
+    crd_suite = OLM_V1 in suites or CRD_UPGRADE in suites
+    return {
+        check
+        for check in CHECKS
+        if not (check.startswith("olm-v1/") and OLM_V1 not in suites)
+        and not (check.startswith("crd-upgrade/") and check != STORED_VERSIONS and not crd_suite)
+    }
 
 
 def report(findings: Iterable[Finding]) -> Report:
@@ -122,6 +143,8 @@ def check_model(catalog: ResolvedCatalog, *, extra: bool = True) -> list[Finding
     found: list[Finding] = []
     for package in catalog.declared_packages():
         _PackageChecks(package, found, extra=extra).run()
+    if extra:
+        found += check_stored_versions(catalog)
     return found
 
 

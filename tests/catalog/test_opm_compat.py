@@ -377,6 +377,8 @@ def test_mermaid_minimum_edge_is_byte_identical_to_opm_v1_26(edge: str, tmp_path
 # Checks operator-registry added after v1.26 (deprecations, property and name validation,
 # release naming, skipRange syntax, unique versions, ...): corpus catalogs failing only
 # these pass opm v1.26's validate.
+# what opm validate lets through but OLM refuses when the upgrade runs
+OLM_RUNTIME_CHECKS = {"crd-upgrade/stored-versions"}
 NEWER_OPM_CHECKS = {
     "csv-metadata-multiple",
     "decode",  # of olm.deprecations, a schema v1.26 did not know
@@ -410,7 +412,7 @@ def test_validate_verdicts_against_opm_v1_26(tmp_path: Path) -> None:
         if opm_passes == (not errors):
             agree += 1
         elif opm_passes:
-            assert errors <= NEWER_OPM_CHECKS, (case.name, errors)
+            assert errors <= NEWER_OPM_CHECKS | OLM_RUNTIME_CHECKS, (case.name, errors)
             newer.append(case.name)
         else:
             lenient.append(case.name)

@@ -27,13 +27,22 @@ from olmtool.catalog.model.edges import (
     successors,
     upgrade_edges,
 )
-from olmtool.catalog.model.types import GVK, Bundle, Channel, Entry, Package, ResolvedCatalog
+from olmtool.catalog.model.types import (
+    GVK,
+    Bundle,
+    Channel,
+    CrdInfo,
+    Entry,
+    Package,
+    ResolvedCatalog,
+)
 
 __all__ = [
     "GVK",
     "Bundle",
     "BundleInspector",
     "Channel",
+    "CrdInfo",
     "Edge",
     "EdgeKind",
     "Entry",

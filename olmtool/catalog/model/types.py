@@ -20,6 +20,16 @@ from olmtool.findings import Finding
 GVK = tuple[str, str, str]  # (group, version, kind), as the registry API orders them
 
 
+@dataclass(frozen=True, slots=True)
+class CrdInfo:
+    """What upgrade edges need of a bundle's CRD: its name, versions and the versions a
+    cluster stores once it installed it (storage version or status.storedVersions)."""
+
+    name: str
+    versions: tuple[str, ...]
+    storage: tuple[str, ...]
+
+
 @dataclass(eq=False, slots=True)
 class Bundle:
     """One olm.bundle, first of its (package, name); ``channels`` lists those naming it."""
@@ -38,6 +48,7 @@ class Bundle:
     # The CSV's spec.replaces ("" if unset), None without a CSV object (or not inspected);
     # set by the bundle inspection, which decodes the objects anyway.
     csv_replaces: str | None = None
+    crds: tuple[CrdInfo, ...] = ()  # its olm.bundle.object CRDs (set by the inspection)
     channels: list[Channel] = field(default_factory=list)
     deprecation: str | None = None  # the olm.deprecations message; None: not deprecated
 

@@ -24,7 +24,8 @@ def validate(
         "--select",
         "-s",
         help=f"Optional suites to run too ({', '.join(CATALOG_SUITES)}: what OLM v1 "
-        "cannot install or upgrade to); comma lists allowed.",
+        "cannot install or upgrade to, the CRD changes OLM v1's preflight refuses on "
+        "every upgrade edge); comma lists allowed.",
     ),
     verbose: bool = typer.Option(
         False,
@@ -42,8 +43,11 @@ def validate(
     Beyond opm (warnings; --list-checks shows each check's origin): skips naming
     nothing, skipRanges matching nothing, CSV replaces that disagree with the channel,
     bundles with no upgrade path to the head, a default channel whose head is older
-    than another channel's, GVK and icon sanity. --select olm-v1 adds the bundles OLM v1
-    cannot install (errors) and the upgrades that resolve to them (warnings).
+    than another channel's, GVK and icon sanity. An upgrade edge whose CRD drops a
+    version clusters store is an error (OLM v0 and v1 refuse it). --select olm-v1 adds
+    the bundles OLM v1 cannot install (errors), the upgrades that resolve to them
+    (warnings) and the crd-upgrade suite: every CRD change on an upgrade edge OLM v1's
+    CRD Upgrade Safety preflight refuses (errors).
 
     Exit 0 when valid, 1 on errors (or on warnings with --strict); waived findings
     (--ignore, olmtool.yaml's validate.ignore) do not count.
@@ -57,6 +61,8 @@ def validate(
       olmtool catalog validate catalog/ --verbose    # every finding, none summarized
 
       olmtool catalog validate catalog/ --select olm-v1 --ignore 'olm-v1/image-empty:legacy/*=served to OLM v0 only'
+
+      olmtool catalog validate catalog/ --select crd-upgrade --ignore 'crd-upgrade/enum=mode values were never used'
 
       olmtool catalog validate --list-checks
     """

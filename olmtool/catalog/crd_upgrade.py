@@ -1,0 +1,262 @@
+"""CRD upgrade safety on every upgrade edge of a catalog (:mod:`olmtool.crd.upgrade`).
+
+Every edge of every channel (replaces, skips, skipRange) is an upgrade some cluster may
+run: the bundle upgraded to must not break the CRDs of the bundle upgraded from.
+
+- ``crd-upgrade/stored-versions`` (always): the new bundle's CRD drops a version a
+  cluster stores, which OLM v0 (and v1) refuse ("risk of data loss"). A cluster stores
+  every storage version it ever had: what the bundle upgraded from stores, and what any
+  bundle that upgrades to it stored before (a version dropped two releases after it
+  stopped being the storage version still fails on clusters that came that way). Read
+  from the lean records (:attr:`Bundle.crds`), so it streams with validate.
+- the ``crd-upgrade`` suite (``--select crd-upgrade``, implied by ``olm-v1``): every other
+  change OLM v1's preflight refuses, one check per rule family; needs the whole CRDs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from olmtool.catalog import declcfg as dc
+from olmtool.catalog import properties as props
+from olmtool.catalog.checks import bundle_scope, finding
+from olmtool.catalog.model import CrdInfo, Package, ResolvedCatalog
+from olmtool.crd.upgrade import CrdChange, compare_crds, olm_v0_message
+from olmtool.findings import Finding
+
+CRD_UPGRADE = "crd-upgrade"
+STORED_VERSIONS = "crd-upgrade/stored-versions"
+# OLM v1 rule -> check id (families, so a waiver can accept one kind of change)
+RULE_CHECKS = {
+    "scope": "crd-upgrade/scope",
+    "existingFieldRemoval": "crd-upgrade/field-removed",
+    "required": "crd-upgrade/required",
+    "enum": "crd-upgrade/enum",
+    "default": "crd-upgrade/default",
+    "type": "crd-upgrade/type",
+    "oneOf": "crd-upgrade/one-of",
+    "unhandled": "crd-upgrade/unhandled",
+    **{
+        rule: "crd-upgrade/bounds"
+        for rule in (
+            "maximum",
+            "maxItems",
+            "maxLength",
+            "maxProperties",
+            "minimum",
+            "minItems",
+            "minLength",
+            "minProperties",
+        )
+    },
+}
+
+
+@dataclass(frozen=True)
+class UpgradeEdge:
+    """One upgrade, old bundle -> new bundle, as the first channel naming it says."""
+
+    old: str
+    new: str
+    kind: str  # replace, skip, skipRange
+    channel: str
+
+    def describe(self) -> str:
+        how = {"replace": "replaces", "skip": "skips", "skipRange": "skipRange"}[self.kind]
+        return f"{self.old} ({how} in channel {self.channel})"
+
+
+SHOWN_EDGES = 3
+
+
+def upgrades_from(edges: list[UpgradeEdge]) -> str:
+    """``upgrade from a (replaces in channel stable)``, or ``upgrades from a, b, c and 4
+    more``: one finding per change, whatever the number of edges it breaks."""
+    edges = sorted(edges, key=lambda e: e.old)
+    shown = ", ".join(e.describe() for e in edges[:SHOWN_EDGES])
+    more = f" and {len(edges) - SHOWN_EDGES} more" if len(edges) > SHOWN_EDGES else ""
+    return f"upgrade{'s' if len(edges) > 1 else ''} from {shown}{more}"
+
+
+def package_edges(package: Package) -> list[UpgradeEdge]:
+    """Each (old, new) pair of the package's channels once, between bundles it has."""
+    seen: set[tuple[str, str]] = set()
+    edges = []
+    for channel in package.channels.values():
+        for edge in channel.edges:
+            pair = (edge.from_, edge.to)
+            if pair in seen or edge.from_ not in package.bundles or edge.to not in package.bundles:
+                continue
+            seen.add(pair)
+            edges.append(UpgradeEdge(edge.from_, edge.to, edge.kind, channel.name))
+    return edges
+
+
+def stored_along_paths(
+    package: Package, edges: Iterable[UpgradeEdge]
+) -> dict[str, dict[str, frozenset[str]]]:
+    """Bundle -> CRD -> every version a cluster that installed the bundle, by any path of
+    the graph, may have stored: its own storage versions and its predecessors'."""
+    predecessors: dict[str, set[str]] = {}
+    for edge in edges:
+        predecessors.setdefault(edge.new, set()).add(edge.old)
+    interned: dict[frozenset[str], frozenset[str]] = {}
+    stored: dict[str, dict[str, frozenset[str]]] = {
+        name: {c.name: _intern(interned, frozenset(c.storage)) for c in bundle.crds}
+        for name, bundle in package.bundles.items()
+    }
+    successors: dict[str, set[str]] = {}
+    for new, olds in predecessors.items():
+        for old in olds:
+            successors.setdefault(old, set()).add(new)
+    pending = list(predecessors)
+    while pending:  # a worklist to the fixpoint (cycles are possible in broken catalogs)
+        name = pending.pop()
+        mine = stored[name]
+        changed = False
+        for old in predecessors.get(name, ()):
+            for crd, versions in stored[old].items():
+                have = mine.get(crd, frozenset())
+                if not versions <= have:
+                    mine[crd] = _intern(interned, have | versions)
+                    changed = True
+        if changed:
+            pending.extend(successors.get(name, ()))
+    return stored
+
+
+def _intern(table: dict[frozenset[str], frozenset[str]], value: frozenset[str]) -> frozenset[str]:
+    return table.setdefault(value, value)
+
+
+def check_stored_versions(catalog: ResolvedCatalog) -> list[Finding]:
+    """``crd-upgrade/stored-versions`` for every edge of every declared package, one
+    finding per (bundle, CRD, versions dropped)."""
+    found: list[Finding] = []
+    for package in catalog.declared_packages():
+        if not any(bundle.crds for bundle in package.bundles.values()):
+            continue
+        edges = package_edges(package)
+        stored = stored_along_paths(package, edges)
+        broken: dict[tuple[str, str, tuple[str, ...]], list[UpgradeEdge]] = {}
+        for edge in edges:
+            for crd in package.bundles[edge.new].crds:
+                removed = stored[edge.old].get(crd.name, frozenset()) - set(crd.versions)
+                if removed:
+                    key = (edge.new, crd.name, tuple(sorted(removed)))
+                    broken.setdefault(key, []).append(edge)
+        for (new, crd, removed), broken_edges in broken.items():
+            found.append(_stored_finding(package, new, crd, list(removed), broken_edges))
+    return found
+
+
+def _stored_finding(
+    package: Package, new: str, crd: str, removed: list[str], edges: list[UpgradeEdge]
+) -> Finding:
+    own = {
+        version
+        for edge in edges
+        for info in package.bundles[edge.old].crds
+        if info.name == crd
+        for version in info.storage
+    }
+    change = CrdChange(crd, "", "", "storedVersionRemoval", f"[{' '.join(removed)}]")
+    earlier = [v for v in removed if v not in own]
+    note = f" ({', '.join(earlier)} stored by an earlier release on the way)" if earlier else ""
+    message = f"{upgrades_from(edges)}: OLM v0 and v1 refuse it: {olm_v0_message(change)}{note}"
+    bundle = package.bundles[new]
+    return finding(STORED_VERSIONS, message, bundle.origin, package.name, bundle_scope(new))
+
+
+# --- the crd-upgrade suite: OLM v1's preflight ----------------------------------------------
+
+
+def check_crd_upgrade_safety(
+    config: dc.DeclarativeConfig, catalog: ResolvedCatalog
+) -> list[Finding]:
+    """Every change on an upgrade edge OLM v1's CRD Upgrade Safety preflight refuses
+    (the stored-version rule aside: :func:`check_stored_versions` reports it)."""
+    blobs = {(b.package, b.name): b for b in config.bundles}
+    crds = _CrdCache(lambda key: bundle_crds(blobs[key]) if key in blobs else {})
+    found: list[Finding] = []
+    for package in catalog.declared_packages():
+        if not any(bundle.crds for bundle in package.bundles.values()):
+            continue
+        refused: dict[tuple[str, CrdChange], list[UpgradeEdge]] = {}
+        for edge in package_edges(package):
+            old, new = crds.get((package.name, edge.old)), crds.get((package.name, edge.new))
+            for name in sorted(set(old) & set(new)):
+                for change in crds.compare(old[name], new[name]):
+                    if change.rule != "storedVersionRemoval":
+                        refused.setdefault((edge.new, change), []).append(edge)
+        for (new_name, change), edges in refused.items():
+            bundle = package.bundles[new_name]
+            message = f"{upgrades_from(edges)}: OLM v1 refuses it: {change.describe()}"
+            check = RULE_CHECKS.get(change.rule, "crd-upgrade/unhandled")
+            scope = bundle_scope(bundle.name)
+            found.append(finding(check, message, bundle.origin, package.name, scope))
+    return found
+
+
+class _CrdCache:
+    """Each bundle's CRDs decoded once; each distinct (old, new) pair compared once."""
+
+    def __init__(self, load: Callable[[tuple[str, str]], dict[str, dict[str, Any]]]) -> None:
+        self.load = load
+        self.decoded: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+        self.compared: dict[tuple[int, int], list[CrdChange]] = {}
+
+    def get(self, key: tuple[str, str]) -> dict[str, dict[str, Any]]:
+        if key not in self.decoded:
+            self.decoded[key] = self.load(key)
+        return self.decoded[key]
+
+    def compare(self, old: dict[str, Any], new: dict[str, Any]) -> list[CrdChange]:
+        key = (id(old), id(new))
+        if key not in self.compared:
+            self.compared[key] = [] if old == new else compare_crds(old, new)
+        return self.compared[key]
+
+
+def bundle_crds(bundle: dc.Bundle) -> dict[str, dict[str, Any]]:
+    """The bundle's CustomResourceDefinitions (from olm.bundle.object), by name."""
+    found: dict[str, dict[str, Any]] = {}
+    for prop in bundle.properties_of(dc.PROP_BUNDLE_OBJECT):
+        manifest, _ = props.decode_bundle_object(prop.value)
+        if manifest is not None and is_crd(manifest):
+            name = _name(manifest)
+            if name:
+                found.setdefault(name, manifest)
+    return found
+
+
+def is_crd(manifest: Mapping[str, Any]) -> bool:
+    return manifest.get("kind") == "CustomResourceDefinition" and str(
+        manifest.get("apiVersion", "")
+    ).startswith("apiextensions.k8s.io/")
+
+
+def _name(manifest: Mapping[str, Any]) -> str:
+    metadata = manifest.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def crd_info(manifest: Mapping[str, Any]) -> CrdInfo | None:
+    """What the stored-version rule needs of a CRD manifest (None: not a named CRD)."""
+    from olmtool.crd.upgrade import storage_versions, version_names
+
+    if not is_crd(manifest) or not _name(manifest):
+        return None
+    return CrdInfo(
+        _name(manifest), tuple(version_names(manifest)), tuple(storage_versions(manifest))
+    )
+
+
+def crd_infos(manifests: Iterable[Mapping[str, Any]]) -> Iterator[CrdInfo]:
+    for manifest in manifests:
+        info = crd_info(manifest)
+        if info is not None:
+            yield info
