@@ -29,7 +29,7 @@ help:
 	@echo "make generate   regenerate CRDs, the bundle and catalog/ from their sources"
 	@echo "make lock       re-resolve operator/requirements.lock from requirements.in (pip)"
 	@echo "make images     build the operator image and push every bundle tag to 127.0.0.1:5000"
-	@echo "make bench      catalog benchmarks up to 20,000 bundles, 200 bundle images (OPM=... compares)"
+	@echo "make bench      catalog benchmarks up to 20,000 bundles, 200 bundle images, CRD edge checks"
 	@echo "make bench-edges    upgrade edges of 2,000/10,000-entry channels with skips/skipRange"
 	@echo "make bench-image-render  render 200 bundle images from a loopback registry (ratio to opm)"
 	@echo "make bench-bundle   render/validate 1-5 MB bundles (ratio to ../shared/peers/opm if present)"
@@ -99,6 +99,7 @@ images: install
 bench: install
 	$(BIN)/python benchmarks/catalog_bench.py
 	$(BIN)/python benchmarks/bench_image_render.py
+	$(BIN)/python benchmarks/bench_crd_upgrade.py
 
 bench-image-render: install
 	$(BIN)/python benchmarks/bench_image_render.py

@@ -638,14 +638,16 @@ def crd_manifest(spec: PackageSpec, release: Release, rng: random.Random) -> dic
     versions stay listed, no longer served (clusters store them: dropping them would
     break upgrades, as ``crd-upgrade/stored-versions`` says)."""
     kind = spec.kinds[0]
+    # one schema per API version, as real operators change a CRD's schema rarely
+    same = random.Random(f"{spec.name}/{api_version(release)}")
     schema = {
-        "description": sentence(rng, 10),
+        "description": sentence(same, 10),
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
-            "spec": {"type": "object", "properties": schema_properties(rng, 2)},
-            "status": {"type": "object", "properties": schema_properties(rng, 0)},
+            "spec": {"type": "object", "properties": schema_properties(same, 2)},
+            "status": {"type": "object", "properties": schema_properties(same, 0)},
         },
         "type": "object",
     }

@@ -15,6 +15,8 @@ run: the bundle upgraded to must not break the CRDs of the bundle upgraded from.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -98,7 +100,8 @@ def stored_along_paths(
     package: Package, edges: Iterable[UpgradeEdge]
 ) -> dict[str, dict[str, frozenset[str]]]:
     """Bundle -> CRD -> every version a cluster that installed the bundle, by any path of
-    the graph, may have stored: its own storage versions and its predecessors'."""
+    the graph, may have stored: its own storage versions and its predecessors'.
+    Predecessors are visited first, so each bundle is computed once."""
     predecessors: dict[str, set[str]] = {}
     for edge in edges:
         predecessors.setdefault(edge.new, set()).add(edge.old)
@@ -107,24 +110,46 @@ def stored_along_paths(
         name: {c.name: _intern(interned, frozenset(c.storage)) for c in bundle.crds}
         for name, bundle in package.bundles.items()
     }
-    successors: dict[str, set[str]] = {}
-    for new, olds in predecessors.items():
-        for old in olds:
-            successors.setdefault(old, set()).add(new)
-    pending = list(predecessors)
-    while pending:  # a worklist to the fixpoint (cycles are possible in broken catalogs)
-        name = pending.pop()
-        mine = stored[name]
-        changed = False
+
+    def gather(name: str) -> bool:
+        """Add the predecessors' stored versions to ``name``'s; whether any was new."""
+        mine, changed = stored[name], False
         for old in predecessors.get(name, ()):
             for crd, versions in stored[old].items():
-                have = mine.get(crd, frozenset())
-                if not versions <= have:
-                    mine[crd] = _intern(interned, have | versions)
+                have = mine.get(crd)
+                if have is None or not versions <= have:
+                    mine[crd] = _intern(interned, versions if have is None else have | versions)
                     changed = True
-        if changed:
-            pending.extend(successors.get(name, ()))
+        return changed
+
+    order, looping = _topological(predecessors, package.bundles)
+    for name in order:
+        gather(name)
+    while looping and any([gather(name) for name in looping]):  # cycles: to the fixpoint
+        pass
     return stored
+
+
+def _topological(
+    predecessors: Mapping[str, set[str]], names: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """The names in an order that puts each after its predecessors (Kahn's algorithm),
+    and those it cannot place: on or behind a cycle (a broken catalog)."""
+    waiting = {name: len(predecessors.get(name, ())) for name in names}
+    successors: dict[str, list[str]] = {}
+    for new, olds in predecessors.items():
+        for old in olds:
+            successors.setdefault(old, []).append(new)
+    ready = [name for name, count in waiting.items() if count == 0]
+    order = []
+    while ready:
+        name = ready.pop()
+        order.append(name)
+        for new in successors.get(name, ()):
+            waiting[new] -= 1
+            if waiting[new] == 0:
+                ready.append(new)
+    return order, [name for name, count in waiting.items() if count > 0]
 
 
 def _intern(table: dict[frozenset[str], frozenset[str]], value: frozenset[str]) -> frozenset[str]:
@@ -179,7 +204,8 @@ def check_crd_upgrade_safety(
     """Every change on an upgrade edge OLM v1's CRD Upgrade Safety preflight refuses
     (the stored-version rule aside: :func:`check_stored_versions` reports it)."""
     blobs = {(b.package, b.name): b for b in config.bundles}
-    crds = _CrdCache(lambda key: bundle_crds(blobs[key]) if key in blobs else {})
+    decoded: dict[str, dict[str, Any] | None] = {}
+    crds = _CrdCache(lambda key: bundle_crds(blobs[key], decoded) if key in blobs else {})
     found: list[Finding] = []
     for package in catalog.declared_packages():
         if not any(bundle.crds for bundle in package.bundles.values()):
@@ -220,16 +246,48 @@ class _CrdCache:
         return self.compared[key]
 
 
-def bundle_crds(bundle: dc.Bundle) -> dict[str, dict[str, Any]]:
-    """The bundle's CustomResourceDefinitions (from olm.bundle.object), by name."""
+def bundle_crds(
+    bundle: dc.Bundle, decoded: dict[str, dict[str, Any] | None] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The bundle's CustomResourceDefinitions (from olm.bundle.object), by name.
+    ``decoded`` caches manifests by their base64 text: releases that keep a CRD as it
+    was carry the same text, decoded (and compared) once."""
+    cache: dict[str, dict[str, Any] | None] = {} if decoded is None else decoded
     found: dict[str, dict[str, Any]] = {}
     for prop in bundle.properties_of(dc.PROP_BUNDLE_OBJECT):
-        manifest, _ = props.decode_bundle_object(prop.value)
-        if manifest is not None and is_crd(manifest):
-            name = _name(manifest)
-            if name:
-                found.setdefault(name, manifest)
+        data = prop.value.get("data") if isinstance(prop.value, Mapping) else None
+        if isinstance(data, str) and data in cache:
+            manifest = cache[data]
+        elif not _may_be_crd(prop.value):
+            continue
+        else:
+            manifest, _ = props.decode_bundle_object(prop.value)
+            manifest = manifest if manifest is not None and is_crd(manifest) else None
+            if isinstance(data, str):
+                cache[data] = manifest
+        if manifest is not None and (name := _name(manifest)):
+            found.setdefault(name, manifest)
     return found
+
+
+_JSON_HEAD = b'{"apiVersion":"'
+_CRD_GROUP = b"apiextensions.k8s.io/"
+
+
+def _may_be_crd(value: Any) -> bool:
+    """False when the first bytes already say another apiVersion: opm writes objects as
+    Go's json.Marshal (keys sorted, apiVersion first), so most CSVs and other objects
+    are passed over without decoding them whole."""
+    data = value.get("data") if isinstance(value, Mapping) else None
+    if not isinstance(data, str) or "\n" in data[:64]:
+        return True
+    try:
+        head = base64.b64decode(data[:64])
+    except (binascii.Error, ValueError):
+        return True
+    if not head.startswith(_JSON_HEAD):
+        return True
+    return head[len(_JSON_HEAD) :].startswith(_CRD_GROUP)
 
 
 def is_crd(manifest: Mapping[str, Any]) -> bool:
