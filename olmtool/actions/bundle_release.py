@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,17 @@ from olmtool.actions._project import project_section
 from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
 from olmtool.bundle import BundleSettings, ResolvedRelease, add_release
 from olmtool.config import parse_project
+from olmtool.crd.upgrade import (
+    STORED_VERSIONS,
+    compare_crds,
+    crd_name,
+    olm_v0_message,
+    storage_versions,
+)
 from olmtool.errors import ArgumentError, InputError, display_path
 from olmtool.fsutil import write_atomic
 from olmtool.versions import Range, parse_range, parse_version, precedence_key
-from olmtool.yamlread import read_text
+from olmtool.yamlread import load_all, read_text
 
 AUTO, NONE = "auto", "none"
 
@@ -82,7 +89,11 @@ def bundle_release(
         list(csv.skips),
         csv.skip_range,
         edit.converted,
-        [*edit.notes, *_image_notes(added, settings.resolved_releases())],
+        [
+            *edit.notes,
+            *_image_notes(added, settings.resolved_releases()),
+            *_crd_notes(project.root, added, settings.resolved_releases()),
+        ],
     )
     write_atomic(project.file, edit.text)
     if build:
@@ -212,6 +223,83 @@ def _checked(
         if kept is None or kept.settings.model_dump() != old.settings.model_dump():
             raise InputError(f"the edit would change release {old.version}; {by_hand}", path=file)
     return new[entry["version"]]
+
+
+def _crd_notes(
+    root: Path, added: ResolvedRelease, releases: Sequence[ResolvedRelease]
+) -> list[str]:
+    """What the new release's CRDs (its ``crds`` folder as it is now) break on each edge
+    into it, against the built bundles it upgrades from: a version a cluster stores
+    dropped (the storage versions of every built release up to the one upgraded from),
+    and what OLM v1's preflight refuses."""
+    settings = added.settings
+    if not settings.crds:
+        return []
+    new = _crds_in((root / settings.crds).glob("*.y*ml"))
+    csv = settings.csv
+    notes = []
+    stored: dict[str, set[str]] = {}
+    for version, directory in _built(root / settings.output / settings.package, releases):
+        old = _crds_in((directory / "manifests").glob("*.y*ml"))
+        for name, crd in old.items():
+            stored.setdefault(name, set()).update(storage_versions(crd))
+        name = f"{settings.package}.v{version}"
+        upgrades = (
+            name == csv.replaces
+            or name in csv.skips
+            or (csv.skip_range is not None and _contains(csv.skip_range, version))
+        )
+        if not upgrades:
+            continue
+        for shared in sorted(set(old) & set(new)):
+            kept = sorted(stored.get(shared, set()))
+            for change in compare_crds(old[shared], new[shared], stored_versions=kept):
+                why = (
+                    f"OLM v0 and v1 refuse it: {olm_v0_message(change)}"
+                    if change.check == STORED_VERSIONS
+                    else f"OLM v1 refuses it: {change.describe()}"
+                )
+                notes.append(f"[{change.check}] upgrade from {name}: {why}")
+    return notes
+
+
+def _built(directory: Path, releases: Sequence[ResolvedRelease]) -> list[tuple[str, Path]]:
+    """(version, bundle directory) of every built release of the package, oldest first:
+    the releases olmtool.yaml lists and older ones built before it listed releases."""
+    versions = {r.version for r in releases}
+    if directory.is_dir():
+        versions |= {p.name for p in directory.iterdir() if (p / "manifests").is_dir()}
+    found = []
+    for version in versions:
+        try:
+            found.append((_key(version), version))
+        except ValueError:
+            continue  # not a release directory
+    return [(version, directory / version) for _, version in sorted(found)]
+
+
+def _crds_in(files: Iterable[Path]) -> dict[str, dict[str, Any]]:
+    """The CustomResourceDefinitions of YAML files, by name (unreadable files skipped:
+    building the bundle reports them)."""
+    found: dict[str, dict[str, Any]] = {}
+    for file in sorted(files):
+        try:
+            documents = load_all(read_text(file), path=file)
+        except InputError:
+            continue
+        for document in documents:
+            if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
+                name = crd_name(document)
+                if name:
+                    found.setdefault(name, document)
+    return found
+
+
+def _contains(text: str, version: str) -> bool:
+    try:
+        return parse_range(text).contains(version)
+    except ValueError:
+        return False
 
 
 def _image_notes(added: ResolvedRelease, releases: Sequence[ResolvedRelease]) -> list[str]:

@@ -15,6 +15,7 @@ from olmtool.bundle.checks import (
     Check,
     Context,
 )
+from olmtool.bundle.checks.crdupgrade import check_crd_upgrade
 from olmtool.bundle.checks.table import origin_of
 from olmtool.bundle.model import Bundle
 from olmtool.errors import ArgumentError, InputError
@@ -75,14 +76,22 @@ def parse_k8s_version(text: str | None):
 
 
 def validate_bundle(
-    bundle: Bundle, *, suites: Sequence[str] = DEFAULT_SUITES, k8s_version: str | None = None
+    bundle: Bundle,
+    *,
+    suites: Sequence[str] = DEFAULT_SUITES,
+    k8s_version: str | None = None,
+    previous: Bundle | None = None,
 ) -> Report:
-    """Run every check of ``suites`` over ``bundle``."""
+    """Run every check of ``suites`` over ``bundle``; with ``previous`` (the release it
+    upgrades from) its CRDs are checked against that release's too."""
     context = Context(k8s_version=parse_k8s_version(k8s_version))
     report = Report(bundle=bundle.label or bundle.display("").rstrip("/"), suites=tuple(suites))
     for suite in suites:
         for check in SUITES[suite]:
             report.findings.extend(run_check(check, bundle, context))
+    if previous is not None:
+        olm_v1 = "olm-v1" in suites
+        report.findings.extend(check_crd_upgrade(bundle, previous, olm_v1=olm_v1))
     report.findings.sort(key=_order)
     return report
 

@@ -25,35 +25,15 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.checks import bundle_scope, finding
 from olmtool.catalog.model import CrdInfo, Package, ResolvedCatalog
-from olmtool.crd.upgrade import CrdChange, compare_crds, olm_v0_message
+from olmtool.crd.upgrade import (
+    STORED_VERSIONS,
+    CrdChange,
+    compare_crds,
+    olm_v0_message,
+)
 from olmtool.findings import Finding
 
 CRD_UPGRADE = "crd-upgrade"
-STORED_VERSIONS = "crd-upgrade/stored-versions"
-# OLM v1 rule -> check id (families, so a waiver can accept one kind of change)
-RULE_CHECKS = {
-    "scope": "crd-upgrade/scope",
-    "existingFieldRemoval": "crd-upgrade/field-removed",
-    "required": "crd-upgrade/required",
-    "enum": "crd-upgrade/enum",
-    "default": "crd-upgrade/default",
-    "type": "crd-upgrade/type",
-    "oneOf": "crd-upgrade/one-of",
-    "unhandled": "crd-upgrade/unhandled",
-    **{
-        rule: "crd-upgrade/bounds"
-        for rule in (
-            "maximum",
-            "maxItems",
-            "maxLength",
-            "maxProperties",
-            "minimum",
-            "minItems",
-            "minLength",
-            "minProperties",
-        )
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -220,7 +200,7 @@ def check_crd_upgrade_safety(
         for (new_name, change), edges in refused.items():
             bundle = package.bundles[new_name]
             message = f"{upgrades_from(edges)}: OLM v1 refuses it: {change.describe()}"
-            check = RULE_CHECKS.get(change.rule, "crd-upgrade/unhandled")
+            check = change.check
             scope = bundle_scope(bundle.name)
             found.append(finding(check, message, bundle.origin, package.name, scope))
     return found

@@ -158,7 +158,8 @@ def release(
             f"(channels {', '.join(result.channels)}; {'; '.join(edges) or 'no upgrade edges'})"
         )
         for note in result.notes:
-            out.stdout.print(f"[yellow]note[/] {out.escape(note)}")
+            label = "warning" if note.startswith("[crd-upgrade/") else "note"
+            out.stdout.print(f"[yellow]{label}[/] {out.escape(note)}")
         if result.build:
             _print_build(result.build)
 
@@ -238,6 +239,14 @@ def validate(
         "--k8s-version",
         help="Kubernetes version to check removed APIs against (default: the newest olmtool knows, 1.32; a newer spec.minKubeVersion wins).",
     ),
+    previous: str | None = typer.Option(
+        None,
+        "--previous",
+        metavar="DIR|IMAGE",
+        help="The release this bundle upgrades from: its CRDs must stay upgrade-safe "
+        "(stored versions kept: an error; what OLM v1's preflight refuses: warnings, "
+        "errors with --select olm-v1).",
+    ),
     list_checks: bool = out.ListChecksOption,
     ignore: list[str] = out.ignore_option("bundle validate"),
     config: Path | None = out.ConfigOption,
@@ -263,6 +272,8 @@ def validate(
 
       olmtool bundle validate 127.0.0.1:5000/etcd-operator-bundle:0.3.0 --select olm-v1 -o json
 
+      olmtool bundle validate bundle/etcd-operator/0.5.0 --previous bundle/etcd-operator/0.4.0
+
       olmtool bundle validate --list-checks
     """
     needed = "a bundle directory or image"
@@ -277,6 +288,7 @@ def validate(
             k8s_version=k8s_version,
             ignore=ignore or [],
             config=config,
+            previous=previous,
         )
 
     def text() -> None:

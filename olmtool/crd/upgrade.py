@@ -34,6 +34,34 @@ OLM_V1 = "olm-v1"
 BOTH = (OLM_V0, OLM_V1)
 
 V1_CRD = "apiextensions.k8s.io/v1"
+
+# The check ids bundle and catalog validation report changes under: the stored-version
+# rule, and OLM v1's rules by family (so a waiver can accept one kind of change).
+STORED_VERSIONS = "crd-upgrade/stored-versions"
+RULE_CHECKS = {
+    "storedVersionRemoval": STORED_VERSIONS,
+    "scope": "crd-upgrade/scope",
+    "existingFieldRemoval": "crd-upgrade/field-removed",
+    "required": "crd-upgrade/required",
+    "enum": "crd-upgrade/enum",
+    "default": "crd-upgrade/default",
+    "type": "crd-upgrade/type",
+    "oneOf": "crd-upgrade/one-of",
+    "unhandled": "crd-upgrade/unhandled",
+    **{
+        rule: "crd-upgrade/bounds"
+        for rule in (
+            "maximum",
+            "maxItems",
+            "maxLength",
+            "maxProperties",
+            "minimum",
+            "minItems",
+            "minLength",
+            "minProperties",
+        )
+    },
+}
 # Schema keys holding sub-schemas: walked as their own paths, dropped before comparing a
 # node (allOf/anyOf/not stay: crdify compares them with the node, as unhandled changes).
 _CHILDREN = ("properties", "items", "additionalProperties")
@@ -87,6 +115,26 @@ class CrdChange:
     @property
     def olm_v0(self) -> bool:
         return OLM_V0 in self.refused_by
+
+    @property
+    def check(self) -> str:
+        """The check id validation reports this change under."""
+        return RULE_CHECKS.get(self.rule, "crd-upgrade/unhandled")
+
+    def schema_path(self, crd: Mapping[str, Any]) -> str:
+        """Where in ``crd`` (the new CRD) the change is, in field-path notation
+        (``spec.versions[0].schema.openAPIV3Schema.properties.spec``), for line numbers."""
+        if not self.version:
+            return "spec.scope" if self.rule == "scope" else "spec.versions"
+        name = self.version.rpartition(" -> ")[2]
+        versions = _versions(_mapping(crd.get("spec")))
+        index = next((i for i, v in enumerate(versions) if v.get("name") == name), None)
+        if index is None:
+            return "spec.versions"
+        path = f"spec.versions[{index}].schema.openAPIV3Schema"
+        for token in re.findall(r"\.([^.\[]+)|\[([^\]]*)\]", self.path.removeprefix("^")):
+            path += f".properties.{token[0]}" if token[0] else ".items"
+        return path
 
     def describe(self) -> str:
         """The line as OLM v1 words it (``validating upgrade for CRD "x": ...``), or
