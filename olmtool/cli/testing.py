@@ -54,7 +54,10 @@ def upgrade(
         None, "--probe-path", help="Directory put first on the import path for --probe."
     ),
     junit: Path | None = typer.Option(
-        None, "--junit", help="Also write a JUnit XML report (one testcase per start version)."
+        None,
+        "--junit",
+        help="Also write a JUnit XML report (one testcase per start version; the static "
+        "check too: one per path, failed when it strands or a hop is refused).",
     ),
     timeout: float = typer.Option(
         300.0, "--timeout", help="Seconds to wait for each step (install, upgrade offer, hop)."
@@ -118,6 +121,10 @@ def upgrade(
         exit_if(not report.passed)
         return
     plan = actions.upgrade_test(catalog, package, channel or None)
+    if junit is not None:
+        from olmtool.olm import write_junit
+
+        write_junit(plan, junit)
     emit(plan.as_dict(), output, lambda: print_plan(plan))
     exit_if(not plan.passed)
 
@@ -126,15 +133,17 @@ def print_plan(plan: UpgradePlan) -> None:
     stdout.print(
         f"{escape(plan.package)} channel {escape(plan.channel)}, head {escape(plan.head or '-')}"
     )
+    failing = {p.bundle for p in plan.problems if p.severity == "error"}
     for path in plan.paths:
         hops = " -> ".join(path.hops) if path.hops else "(head)"
-        style = "green" if path.status in ("at-head", "reaches-head") else "red"
+        reached = path.status in ("at-head", "reaches-head")
+        style = "green" if reached and path.bundle not in failing else "red"
         stdout.print(f"  [{style}]{path.status:<13}[/] {escape(path.bundle)}: {escape(hops)}")
     for problem in plan.problems:
         style = "red" if problem.severity == "error" else "yellow"
         where = f" {problem.bundle}:" if problem.bundle else ""
         stdout.print(
-            f"  [{style}]{problem.severity}[/] [{problem.kind}]{escape(where)} {escape(problem.message)}"
+            f"  [{style}]{problem.severity}[/] {escape(f'[{problem.kind}]{where}')} {escape(problem.message)}"
         )
     verdict = "[green]passed[/]" if plan.passed else "[red]failed[/]"
     stdout.print(f"upgrade paths: {verdict}")

@@ -59,6 +59,7 @@ __all__ = lazy_package(
         ),
         "olmtool.olm.upgrade_report": (
             "UpgradeReport",
+            "plan_junit_xml",
             "run_seconds",
             "write_junit",
         ),

@@ -167,7 +167,56 @@ def _testcase(report: UpgradeReport, run: UpgradeRun) -> ET.Element:
     return case
 
 
-def write_junit(report: UpgradeReport, path: Path) -> Path:
+def write_junit(report: UpgradeReport | UpgradePlan, path: Path) -> Path:
+    """Write the dynamic run's report, or the static plan's (:func:`plan_junit_xml`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(report), encoding="utf-8")
+    text = plan_junit_xml(report) if isinstance(report, UpgradePlan) else junit_xml(report)
+    path.write_text(text, encoding="utf-8")
     return path
+
+
+def plan_junit_xml(plan: UpgradePlan) -> str:
+    """JUnit XML of the static check: one testcase per start bundle, failed when its path
+    does not reach the head or an error problem names it (a hop OLM v0 refuses)."""
+    cases = []
+    for path in plan.paths:
+        errors = [p for p in plan.problems if p.bundle == path.bundle and p.severity == "error"]
+        reached = path.status in ("at-head", "reaches-head")
+        case = ET.Element(
+            "testcase", classname=f"{plan.package}.{plan.channel}", name=path.bundle, time="0"
+        )
+        properties = ET.SubElement(case, "properties")
+        ET.SubElement(properties, "property", name="status", value=path.status)
+        ET.SubElement(properties, "property", name="hops", value=" -> ".join(path.hops) or "-")
+        if errors or not reached:
+            messages = [f"[{p.kind}] {p.message}" for p in errors] or [f"path {path.status}"]
+            failure = ET.SubElement(case, "failure", message=messages[0], type="UpgradePathFailed")
+            failure.text = "\n".join(messages)
+        cases.append(case)
+    failures = sum(1 for case in cases if case.find("failure") is not None)
+    suites = ET.Element(
+        "testsuites",
+        name=SUITE,
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        time="0",
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"upgrade paths {plan.package}/{plan.channel}",
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+        time="0",
+    )
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("package", plan.package), ("channel", plan.channel), ("head", plan.head)):
+        ET.SubElement(properties, "property", name=name, value=value)
+    suite.extend(cases)
+    ET.indent(suites)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    )

@@ -3,8 +3,8 @@
 The etcd operator's 0.1.0 and 0.2.0 stored EtcdClusters as v1alpha1; 0.3.0 to 0.5.0
 store v1beta1 and keep v1alpha1 listed. A 0.6.0 that drops v1alpha1 breaks every cluster
 that came from 0.1.0 or 0.2.0 (OLM v0: "risk of data loss"), however it got to 0.5.0.
-Each surface says so with the edge named: ``catalog validate``, ``bundle validate
---previous`` and ``bundle release``. The repository's own catalog and bundles pass.
+Each surface says so with the edge named: ``catalog validate``, the static ``test
+upgrade`` (table and JUnit), ``bundle validate --previous`` and ``bundle release``. The repository's own catalog and bundles pass.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from olmtool.actions import bundle_release, bundle_validate, catalog_validate
+from olmtool.actions import bundle_release, bundle_validate, catalog_validate, upgrade_test
 from olmtool.catalog import load_catalog, render_config, validate_catalog
 from olmtool.catalog.declcfg import PROP_BUNDLE_OBJECT
+from olmtool.olm import plan_junit_xml
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_FILE = "etcd.olmtool.dev_etcdclusters.yaml"
@@ -48,10 +49,8 @@ def test_the_repository_catalog_and_bundles_pass() -> None:
         assert report.errors == [], [str(f) for f in report.errors]
 
 
-def test_catalog_validate_refuses_the_edge(tmp_path: Path) -> None:
-    """0.5.0's CRD made to drop v1alpha1 in a copy of the catalog: the edges into it
-    from 0.1.0 and 0.2.0 (skipRange) break directly, those from 0.3.0 and 0.4.0 on
-    clusters that came from 0.1.0/0.2.0 (v1alpha1 accumulated along the path)."""
+def held_back_catalog(root: Path) -> Path:
+    """The repository's catalog with 0.5.0's CRD made to drop v1alpha1."""
     config = load_catalog(REPO / "catalog").config
     bundle = next(b for b in config.bundles if b.name == "etcd-operator.v0.5.0")
     for prop in bundle.properties:
@@ -61,9 +60,17 @@ def test_catalog_validate_refuses_the_edge(tmp_path: Path) -> None:
         if manifest.get("kind") == "CustomResourceDefinition":
             edited = json.dumps(without_v1alpha1(manifest), separators=(",", ":"), sort_keys=True)
             prop.value = {"data": base64.b64encode(edited.encode()).decode()}
-    catalog = tmp_path / "catalog" / "etcd-operator"
-    catalog.mkdir(parents=True)
-    (catalog / "catalog.json").write_text(render_config(config))
+    package = root / "catalog" / "etcd-operator"
+    package.mkdir(parents=True)
+    (package / "catalog.json").write_text(render_config(config))
+    return root / "catalog"
+
+
+def test_catalog_validate_refuses_the_edge(tmp_path: Path) -> None:
+    """The edges into 0.5.0 from 0.1.0 and 0.2.0 (skipRange) break directly, those from
+    0.3.0 and 0.4.0 on clusters that came from 0.1.0/0.2.0 (v1alpha1 accumulated along
+    the path)."""
+    held_back_catalog(tmp_path)
     report = catalog_validate(tmp_path / "catalog")
     (found,) = [f for f in report.findings if f.check == "crd-upgrade/stored-versions"]
     assert found.severity == "error" and found.scope == 'bundle "etcd-operator.v0.5.0"'
@@ -75,6 +82,19 @@ def test_catalog_validate_refuses_the_edge(tmp_path: Path) -> None:
     assert DROPPED in found.message
     assert found.file.endswith("catalog/etcd-operator/catalog.json") and found.line
     assert not report.passed()
+
+
+def test_static_test_upgrade_fails_the_hop(tmp_path: Path) -> None:
+    plan = upgrade_test(held_back_catalog(tmp_path), "etcd-operator")
+    refused = [p for p in plan.problems if p.kind == "crd-stored-versions"]
+    assert [p.bundle for p in refused] == ["etcd-operator.v0.2.0", "etcd-operator.v0.1.0"]
+    assert refused[0].message == (
+        f"hop etcd-operator.v0.2.0 -> etcd-operator.v0.5.0 fails: OLM v0 refuses it: {DROPPED}"
+    )
+    assert not plan.passed
+    xml = plan_junit_xml(plan)
+    assert xml.count("<failure ") == 2 and 'name="etcd-operator.v0.1.0"' in xml
+    assert upgrade_test(REPO / "catalog", "etcd-operator").passed
 
 
 def test_bundle_validate_previous_names_the_release(tmp_path: Path) -> None:

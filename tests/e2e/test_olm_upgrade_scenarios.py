@@ -9,7 +9,8 @@ resolution per hop.
 
 Scenarios covered (numbers of section 6): 3 skipRange upgrade, 5 startingCSV then upgrade,
 6 multi-hop upgrade, 14 Deployments on upgrade, 19 CRD upgrade allowed vs blocked by
-stored-version loss, and an incompatible schema, 20 RBAC changes across an upgrade,
+stored-version loss (where olmtool's static checks, ``catalog validate`` and ``test
+upgrade``, must give the cluster's verdict in its words), and an incompatible schema, 20 RBAC changes across an upgrade,
 22 ServiceAccount shared by the old and new CSV; and, on olmtool's engine only, a
 CatalogSource with ``spec.image`` served by a pod (upgrading when the image changes).
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import pytest
 
+from olmtool.actions import catalog_validate, upgrade_test
 from tests.e2e import olm_engines
 from tests.e2e.helpers import JSON, wait_for
 from tests.e2e.olm_engines import (
@@ -171,6 +173,17 @@ def test_19_crd_upgrade_allowed_then_blocked_by_stored_version_loss(world: World
     )
     _assert_failed_upgrade(w, ns, "crdup", plan, message, bundles[1], bundles[2])
     assert status(w.kube.get(f"{CRDS}/widgets.{group}"))["storedVersions"] == ["v1", "v2"]
+    # the static verdicts agree, word for word: catalog validate refuses the edge into
+    # 0.3.0 (v1 stored since 0.1.0), the static test upgrade the hop from 0.1.0's path
+    catalog = w.tmp / "catalog0"
+    (refused,) = [f for f in catalog_validate(catalog).errors if f.check.startswith("crd-")]
+    assert refused.scope == f'bundle "{bundles[2].name}"' and message in refused.message
+    assert "v1 stored by an earlier release on the way" in refused.message
+    problems = upgrade_test(catalog, "crdup").problems
+    assert [(p.kind, p.bundle) for p in problems] == [("crd-stored-versions", bundles[0].name)]
+    assert problems[0].message.endswith(
+        f"{bundles[1].name} -> {bundles[2].name} fails: OLM v0 refuses it: {message}"
+    )
 
 
 def test_19_a_release_stops_serving_an_old_crd_version_with_objects_in_it(
@@ -213,6 +226,10 @@ def test_19_a_release_stops_serving_an_old_crd_version_with_objects_in_it(
     }
     assert served == {"v1alpha1": False, "v1": True}
     assert w.kube.get(f"/apis/{group}/v1/namespaces/{ns}/gadgets/stored-in-v1alpha1")
+    # statically too: the stored version is kept (unserved), no edge or hop is refused
+    catalog = w.tmp / "catalog0"
+    assert not [f for f in catalog_validate(catalog).findings if f.check.startswith("crd-")]
+    assert upgrade_test(catalog, "unserve").passed
 
 
 def _assert_failed_upgrade(

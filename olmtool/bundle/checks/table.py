@@ -222,24 +222,29 @@ CHECKS: dict[str, CheckInfo] = {
     # -- crd-upgrade (bundle validate --previous: the CRDs against the release upgraded from)
     "crd-upgrade/stored-versions": _o(
         EW,
-        "a CRD drops a version the previous release stores (error: OLM v0 and v1 refuse, "
+        "a CRD drops a version the previous release stores (error: refused by OLM v0 and v1, "
         "risk of data loss) or lists (warning: older releases may have stored it)",
     ),
-    "crd-upgrade/scope": _o(EW, "a CRD's scope changed (OLM v1 refuses; error with olm-v1)"),
-    "crd-upgrade/field-removed": _o(EW, "a CRD field removed (OLM v1 refuses; error with olm-v1)"),
-    "crd-upgrade/required": _o(EW, "new required fields (OLM v1 refuses; error with olm-v1)"),
-    "crd-upgrade/enum": _o(EW, "an enum added or narrowed (OLM v1 refuses; error with olm-v1)"),
+    "crd-upgrade/scope": _o(EW, "a CRD's scope changed (refused by OLM v1: an error with olm-v1)"),
+    "crd-upgrade/field-removed": _o(
+        EW, "a CRD field removed (refused by OLM v1: an error with olm-v1)"
+    ),
+    "crd-upgrade/required": _o(EW, "new required fields (refused by OLM v1: an error with olm-v1)"),
+    "crd-upgrade/enum": _o(
+        EW, "an enum added or narrowed (refused by OLM v1: an error with olm-v1)"
+    ),
     "crd-upgrade/bounds": _o(
         EW,
-        "a maximum/minimum/length/items bound added or tightened (OLM v1 refuses; error with olm-v1)",
+        "a maximum/minimum/length/items bound added or tightened (refused by OLM v1: an error with olm-v1)",
     ),
     "crd-upgrade/default": _o(
-        EW, "a default added, removed or changed (OLM v1 refuses; error with olm-v1)"
+        EW, "a default added, removed or changed (refused by OLM v1: an error with olm-v1)"
     ),
-    "crd-upgrade/type": _o(EW, "a field's type changed (OLM v1 refuses; error with olm-v1)"),
-    "crd-upgrade/one-of": _o(EW, "a oneOf changed (OLM v1 refuses; error with olm-v1)"),
+    "crd-upgrade/type": _o(EW, "a field's type changed (refused by OLM v1: an error with olm-v1)"),
+    "crd-upgrade/one-of": _o(EW, "a oneOf changed (refused by OLM v1: an error with olm-v1)"),
     "crd-upgrade/unhandled": _o(
-        EW, "a change OLM v1 cannot judge: format, pattern, ... (OLM v1 refuses; error with olm-v1)"
+        EW,
+        "a change OLM v1 cannot judge: format, pattern, ... (refused by OLM v1: an error with olm-v1)",
     ),
     # -- internal (not a verdict on the bundle: olmtool's own failure)
     "internal/check-crashed": _o(

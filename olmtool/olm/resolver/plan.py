@@ -15,7 +15,10 @@ mistakes that make upgrades go wrong:
   the bundle as its own upgrade; the resolver ignores that);
 - ``skiprange-unused`` (warning): a skipRange containing no older version of the channel;
 - ``channel-order``: OLM cannot order the channel at all (no head, a replaces cycle, more
-  than one replaces chain), so no Subscription on it resolves.
+  than one replaces chain), so no Subscription on it resolves;
+- ``crd-stored-versions``: a hop whose bundle's CRD drops a version the cluster stores by
+  then (the storage versions of every bundle installed since the start): OLM v0 fails
+  that InstallPlan ("risk of data loss").
 
 Unlike :func:`olmtool.catalog.graph.upgrade_paths` (shortest path over every edge), this
 follows OLM v0 exactly: bundles another entry ``skips`` are never upgraded to.
@@ -30,8 +33,9 @@ from typing import Any, Literal
 
 import semver
 
-from olmtool.catalog import DeclarativeConfig, load_catalog_strict
+from olmtool.catalog import DeclarativeConfig, inspect_bundle, load_catalog_strict
 from olmtool.catalog.model import Channel, Package, ResolvedCatalog, build_model
+from olmtool.crd.upgrade import CrdChange, olm_v0_message
 from olmtool.errors import ArgumentError
 from olmtool.jsonfields import json_fields
 from olmtool.olm.resolver.channels import (
@@ -126,16 +130,46 @@ def upgrade_plan(catalog: CatalogInput, package: str, channel: str | None = None
         return UpgradePlan(owner.name, chosen.name, "", paths, problems)
     head = ordered[0].entry.name if ordered else ""
     paths = [_walk(c, ordered, head, versions) for c in _newest_first(entries, versions)]
-    problems = _path_problems(paths, head) + problems
+    problems = _path_problems(paths, head) + problems + _crd_problems(paths, owner)
     return UpgradePlan(owner.name, chosen.name, head, paths, problems)
 
 
+def _crd_problems(paths: list[BundlePath], package: Package) -> list[PlanProblem]:
+    """Each path's hops OLM v0 refuses: a CRD that drops a version the cluster stores by
+    then (every storage version since the start bundle was installed)."""
+    problems = []
+    for path in paths:
+        start = package.bundles.get(path.bundle)
+        if start is None or not path.hops:
+            continue
+        stored = {crd.name: set(crd.storage) for crd in start.crds}
+        previous = path.bundle
+        for hop in path.hops:
+            bundle = package.bundles.get(hop)
+            if bundle is None:
+                break
+            for crd in bundle.crds:
+                removed = sorted(stored.get(crd.name, set()) - set(crd.versions))
+                if removed:
+                    change = CrdChange(
+                        crd.name, "", "", "storedVersionRemoval", f"[{' '.join(removed)}]"
+                    )
+                    message = f"hop {previous} -> {hop} fails: OLM v0 refuses it: {olm_v0_message(change)}"
+                    problems.append(
+                        PlanProblem("crd-stored-versions", "error", path.bundle, message)
+                    )
+                stored.setdefault(crd.name, set()).update(crd.storage)
+            previous = hop
+    return problems
+
+
 def _model(catalog: CatalogInput) -> ResolvedCatalog:
+    """The model, with each bundle's CRDs read from its objects (for the stored-version
+    check of every hop)."""
     if isinstance(catalog, ResolvedCatalog):
         return catalog
-    if isinstance(catalog, DeclarativeConfig):
-        return build_model(catalog)
-    return build_model(load_catalog_strict(catalog))
+    config = catalog if isinstance(catalog, DeclarativeConfig) else load_catalog_strict(catalog)
+    return build_model(config, inspect_bundle=inspect_bundle)
 
 
 def _package(model: ResolvedCatalog, name: str) -> Package:
