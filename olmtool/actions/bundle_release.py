@@ -16,7 +16,7 @@ from olmtool.actions._project import project_section
 from olmtool.actions.bundle_build import BundleBuildResult, bundle_build
 from olmtool.bundle import BundleSettings, ResolvedRelease, add_release
 from olmtool.config import parse_project
-from olmtool.crd.upgrade import (
+from olmtool.crd import (
     STORED_VERSIONS,
     compare_crds,
     crd_name,

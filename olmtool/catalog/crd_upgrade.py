@@ -25,11 +25,13 @@ from olmtool.catalog import declcfg as dc
 from olmtool.catalog import properties as props
 from olmtool.catalog.checks import bundle_scope, finding
 from olmtool.catalog.model import CrdInfo, Package, ResolvedCatalog
-from olmtool.crd.upgrade import (
+from olmtool.crd import (
     STORED_VERSIONS,
     CrdChange,
     compare_crds,
     olm_v0_message,
+    storage_versions,
+    version_names,
 )
 from olmtool.findings import Finding
 
@@ -284,8 +286,6 @@ def _name(manifest: Mapping[str, Any]) -> str:
 
 def crd_info(manifest: Mapping[str, Any]) -> CrdInfo | None:
     """What the stored-version rule needs of a CRD manifest (None: not a named CRD)."""
-    from olmtool.crd.upgrade import storage_versions, version_names
-
     if not is_crd(manifest) or not _name(manifest):
         return None
     return CrdInfo(

@@ -48,6 +48,16 @@ __all__ = lazy_package(
             "object_markers",
         ),
         "olmtool.crd.openapi": ("model_to_openapi",),
+        "olmtool.crd.upgrade": (
+            "RULE_CHECKS",
+            "STORED_VERSIONS",
+            "CrdChange",
+            "compare_crds",
+            "crd_name",
+            "olm_v0_message",
+            "storage_versions",
+            "version_names",
+        ),
         "olmtool.crd.resource": (
             "CustomResource",
             "PrinterColumn",

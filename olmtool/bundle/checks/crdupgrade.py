@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from olmtool.bundle.model import Bundle, Object
-from olmtool.crd.upgrade import (
+from olmtool.crd import (
     STORED_VERSIONS,
     CrdChange,
     compare_crds,

@@ -35,7 +35,7 @@ import semver
 
 from olmtool.catalog import DeclarativeConfig, inspect_bundle, load_catalog_strict
 from olmtool.catalog.model import Channel, Package, ResolvedCatalog, build_model
-from olmtool.crd.upgrade import CrdChange, olm_v0_message
+from olmtool.crd import CrdChange, olm_v0_message
 from olmtool.errors import ArgumentError
 from olmtool.jsonfields import json_fields
 from olmtool.olm.resolver.channels import (
