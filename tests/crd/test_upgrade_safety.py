@@ -6,15 +6,20 @@ Every rule has a case it refuses and a neighbouring change it allows."""
 from __future__ import annotations
 
 import copy
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from olmtool.actions import bundle_validate
 from olmtool.crd.upgrade import (
     OLM_V0,
     OLM_V1,
+    RULE_CHECKS,
     CrdChange,
     compare_crds,
     olm_v0_message,
@@ -22,6 +27,7 @@ from olmtool.crd.upgrade import (
 )
 
 CRD = dict[str, Any]
+ETCD_BUNDLE = Path(__file__).resolve().parents[2] / "bundle" / "etcd-operator" / "0.5.0"
 
 
 def base_crd() -> CRD:
@@ -298,3 +304,31 @@ def test_messy_crds_never_crash() -> None:
         ),
     ]:
         compare_crds(old, new)
+
+
+# --- every case through bundle validate --previous: file, line, version and path --------------
+
+
+def _bundle_with(root: Path, crd: CRD) -> Path:
+    shutil.copytree(ETCD_BUNDLE, root)
+    (root / "manifests" / "widgets.example.com.crd.yaml").write_text(yaml.safe_dump(crd))
+    return root
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.rule], ids=[c.id for c in CASES if c.rule])
+def test_case_as_bundle_findings(case: Case, tmp_path: Path) -> None:
+    new = base_crd()
+    case.change(new)
+    previous = _bundle_with(tmp_path / "old", base_crd())
+    bundle = _bundle_with(tmp_path / "new", new)
+    report = bundle_validate(bundle, previous=previous, select=["olm-v1"])
+    found = [f for f in report.findings if f.check.startswith("crd-upgrade/")]
+    (finding,) = found
+    assert finding.check == RULE_CHECKS[case.rule]
+    assert finding.severity == "error"
+    assert finding.file.endswith("manifests/widgets.example.com.crd.yaml") and finding.line
+    assert finding.message.startswith("upgrade from etcd-operator.v0.5.0: ")
+    if case.rule != "storedVersionRemoval":
+        where = ": ".join(part for part in (case.version, case.path) if part)
+        assert f'validating upgrade for CRD "widgets.example.com": {where}' in finding.message
+        assert case.message in finding.message
