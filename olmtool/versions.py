@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import bisect
+import functools
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -135,7 +136,8 @@ class VersionIndex:
 
 def parse_range(text: str) -> Range:
     """Parse a range exactly as blang/semver v4.0.0's ``ParseRange`` (which OLM and opm
-    use): ValueError naming the offending part where blang returns an error.
+    use): ValueError naming the offending part where blang returns an error. Each
+    distinct text is parsed once (ranges are immutable; catalogs repeat them).
 
     blang's quirks are kept on purpose, since they decide which bundles a skipRange
     matches: only a lowercase ``x`` is a wildcard and it may follow any operator
@@ -160,6 +162,9 @@ def parse_range(text: str) -> Range:
     except ValueError as exc:
         raise ValueError(f"{text!r} is not a version range: {exc}") from None
     return Range(text, tuple(alternatives))
+
+
+parse_range = functools.lru_cache(maxsize=32768)(parse_range)
 
 
 # --- blang/semver v4.0.0 range.go, function for function ------------------------------
