@@ -88,9 +88,15 @@ def _config(catalog: str) -> dc.DeclarativeConfig:
     return catalog_render([catalog])
 
 
-def upgrade_test(catalog: str | Path, package: str, channel: str | None = None) -> UpgradePlan:
-    """The upgrade plan of ``package`` in ``channel`` (the default channel when None)."""
-    return upgrade_plan(_config(str(catalog)), package, channel)
+def upgrade_test(
+    catalog: str | Path, package: str, channel: str | None = None, *, junit: Path | None = None
+) -> UpgradePlan:
+    """The upgrade plan of ``package`` in ``channel`` (the default channel when None);
+    ``junit``: also write it as JUnit XML there (one testcase per start bundle)."""
+    plan = upgrade_plan(_config(str(catalog)), package, channel)
+    if junit is not None:
+        write_junit(plan, junit)
+    return plan
 
 
 # -- the dynamic test --------------------------------------------------------------------

@@ -120,11 +120,7 @@ def upgrade(
         emit(report.as_dict(), output, lambda: print_report(report))
         exit_if(not report.passed)
         return
-    plan = actions.upgrade_test(catalog, package, channel or None)
-    if junit is not None:
-        from olmtool.olm import write_junit
-
-        write_junit(plan, junit)
+    plan = actions.upgrade_test(catalog, package, channel or None, junit=junit)
     emit(plan.as_dict(), output, lambda: print_plan(plan))
     exit_if(not plan.passed)
 
