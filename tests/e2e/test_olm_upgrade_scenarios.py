@@ -175,7 +175,7 @@ def test_19_crd_upgrade_allowed_then_blocked_by_stored_version_loss(world: World
     assert status(w.kube.get(f"{CRDS}/widgets.{group}"))["storedVersions"] == ["v1", "v2"]
     # the static verdicts agree, word for word: catalog validate refuses the edge into
     # 0.3.0 (v1 stored since 0.1.0), the static test upgrade the hop from 0.1.0's path
-    catalog = w.tmp / "catalog0"
+    catalog = w.tmp / "catalog0" / "catalog"  # what w.serve served
     (refused,) = [f for f in catalog_validate(catalog).errors if f.check.startswith("crd-")]
     assert refused.scope == f'bundle "{bundles[2].name}"' and message in refused.message
     assert "v1 stored by an earlier release on the way" in refused.message
@@ -227,7 +227,7 @@ def test_19_a_release_stops_serving_an_old_crd_version_with_objects_in_it(
     assert served == {"v1alpha1": False, "v1": True}
     assert w.kube.get(f"/apis/{group}/v1/namespaces/{ns}/gadgets/stored-in-v1alpha1")
     # statically too: the stored version is kept (unserved), no edge or hop is refused
-    catalog = w.tmp / "catalog0"
+    catalog = w.tmp / "catalog0" / "catalog"  # what w.serve served
     assert not [f for f in catalog_validate(catalog).findings if f.check.startswith("crd-")]
     assert upgrade_test(catalog, "unserve").passed
 
