@@ -232,6 +232,61 @@ def test_19_a_release_stops_serving_an_old_crd_version_with_objects_in_it(
     assert upgrade_test(catalog, "unserve").passed
 
 
+# corpus cases (tests/crd/test_upgrade_safety.py) whose verdict is OLM v0's to give: a
+# stored version dropped (refused), an unstored one dropped, an enum narrowed (OLM v1's
+# rule only: OLM v0 upgrades)
+CORPUS_CASES = ("stored-version-removed", "unstored-version-removed", "enum-value-removed")
+
+
+def _in_group(manifest: JSON, group: str) -> JSON:
+    """A corpus CRD moved to this test's API group (CRDs are cluster-wide), without the
+    corpus's oneOf field (not structural: the apiserver refuses it)."""
+    manifest["metadata"]["name"] = f"widgets.{group}"
+    manifest["spec"]["group"] = group
+    for version in manifest["spec"]["versions"]:
+        spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        spec["properties"].pop("port", None)
+    return manifest
+
+
+def test_19_crd_corpus_verdicts_agree_with_olm_v0(world: World) -> None:
+    """Each case's old and new CRD as an upgrade 0.1.0 -> 0.2.0 on the cluster: OLM v0
+    fails the InstallPlan exactly where the static verdict (catalog validate) refuses
+    the edge, in the same words."""
+    from tests.crd.test_upgrade_safety import CASES, base_crd
+
+    w = world
+    started = []
+    for index, case_id in enumerate(CORPUS_CASES):
+        case = next(c for c in CASES if c.id == case_id)
+        group = w.group(f"corpus{index}")
+        old, new = _in_group(base_crd(), group), base_crd()
+        case.change(new)
+        new = _in_group(new, group)
+        package = f"corpus{index}"
+        bundles = [
+            Bundle(package, "0.1.0", owned=[old]),
+            Bundle(package, "0.2.0", replaces=f"{package}.v0.1.0", owned=[new]),
+        ]
+        ns = w.install(bundles, starting_csv=bundles[0].name)
+        catalog = w.tmp / f"catalog{w.served - 1}" / "catalog"
+        started.append((case, group, ns, bundles, catalog))
+    for case, group, ns, bundles, catalog in started:
+        static = [f for f in catalog_validate(catalog).errors if f.check.startswith("crd-")]
+        if case.olm_v0:
+            plan = w.wait_plan(ns, bundles[1].name, ("Failed",), LONG)
+            message = (
+                f"risk of data loss updating widgets.{group}: new CRD removes version "
+                "v1alpha1 that is listed as a stored version on the existing CRD"
+            )
+            assert status(plan)["message"] == message, case.id
+            assert [f.check for f in static] == ["crd-upgrade/stored-versions"], case.id
+            assert message in static[0].message
+        else:
+            w.wait_installed(ns, bundles[1].package, bundles[1].name, LONG)
+            assert static == [], case.id
+
+
 def _assert_failed_upgrade(
     w: World, ns: str, package: str, plan: dict, message: str, old: Bundle, new: Bundle
 ) -> None:
