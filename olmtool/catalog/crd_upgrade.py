@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from olmtool.crd import (
     STORED_VERSIONS,
     CrdChange,
     compare_crds,
+    crd_name,
     olm_v0_message,
     storage_versions,
     version_names,
@@ -247,7 +248,7 @@ def bundle_crds(
             manifest = manifest if manifest is not None and is_crd(manifest) else None
             if isinstance(data, str):
                 cache[data] = manifest
-        if manifest is not None and (name := _name(manifest)):
+        if manifest is not None and (name := crd_name(manifest)):
             found.setdefault(name, manifest)
     return found
 
@@ -278,23 +279,10 @@ def is_crd(manifest: Mapping[str, Any]) -> bool:
     ).startswith("apiextensions.k8s.io/")
 
 
-def _name(manifest: Mapping[str, Any]) -> str:
-    metadata = manifest.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, Mapping) else None
-    return name if isinstance(name, str) else ""
-
-
 def crd_info(manifest: Mapping[str, Any]) -> CrdInfo | None:
     """What the stored-version rule needs of a CRD manifest (None: not a named CRD)."""
-    if not is_crd(manifest) or not _name(manifest):
+    if not is_crd(manifest) or not crd_name(manifest):
         return None
     return CrdInfo(
-        _name(manifest), tuple(version_names(manifest)), tuple(storage_versions(manifest))
+        crd_name(manifest), tuple(version_names(manifest)), tuple(storage_versions(manifest))
     )
-
-
-def crd_infos(manifests: Iterable[Mapping[str, Any]]) -> Iterator[CrdInfo]:
-    for manifest in manifests:
-        info = crd_info(manifest)
-        if info is not None:
-            yield info

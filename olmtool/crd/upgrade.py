@@ -35,6 +35,8 @@ BOTH = (OLM_V0, OLM_V1)
 
 V1_CRD = "apiextensions.k8s.io/v1"
 
+_BOUNDS_MAX = ("maximum", "maxItems", "maxLength", "maxProperties")
+_BOUNDS_MIN = ("minimum", "minItems", "minLength", "minProperties")
 # The check ids bundle and catalog validation report changes under: the stored-version
 # rule, and OLM v1's rules by family (so a waiver can accept one kind of change).
 STORED_VERSIONS = "crd-upgrade/stored-versions"
@@ -48,25 +50,11 @@ RULE_CHECKS = {
     "type": "crd-upgrade/type",
     "oneOf": "crd-upgrade/one-of",
     "unhandled": "crd-upgrade/unhandled",
-    **{
-        rule: "crd-upgrade/bounds"
-        for rule in (
-            "maximum",
-            "maxItems",
-            "maxLength",
-            "maxProperties",
-            "minimum",
-            "minItems",
-            "minLength",
-            "minProperties",
-        )
-    },
+    **dict.fromkeys(_BOUNDS_MAX + _BOUNDS_MIN, "crd-upgrade/bounds"),
 }
 # Schema keys holding sub-schemas: walked as their own paths, dropped before comparing a
 # node (allOf/anyOf/not stay: crdify compares them with the node, as unhandled changes).
 _CHILDREN = ("properties", "items", "additionalProperties")
-_BOUNDS_MAX = ("maximum", "maxItems", "maxLength", "maxProperties")
-_BOUNDS_MIN = ("minimum", "minItems", "minLength", "minProperties")
 # JSONSchemaProps' Go field names, for the unhandled-change message; with their zero
 # value as go-cmp shows a field that is unset.
 _GO_FIELDS = {
@@ -113,6 +101,11 @@ class CrdChange:
     refused_by: tuple[str, ...] = (OLM_V1,)
 
     @property
+    def listed(self) -> list[str]:
+        """The versions a ``stored versions removed : [a b]`` message lists."""
+        return self.message.partition("[")[2].rstrip("]").split()
+
+    @property
     def olm_v0(self) -> bool:
         return OLM_V0 in self.refused_by
 
@@ -145,8 +138,10 @@ class CrdChange:
 
 
 def crd_name(crd: Mapping[str, Any]) -> str:
+    """The manifest's metadata.name ("" when it has none, or not a string)."""
     metadata = crd.get("metadata")
-    return str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return name if isinstance(name, str) else ""
 
 
 def version_names(crd: Mapping[str, Any]) -> list[str]:
@@ -209,11 +204,10 @@ def _stored_versions_removed(
 
 def olm_v0_message(change: CrdChange) -> str:
     """OLM v0.18's InstallPlan error for a removed stored version (one per version)."""
-    versions = change.message.partition("[")[2].rstrip("]").split()
     return "; ".join(
         f"risk of data loss updating {change.crd}: new CRD removes version {v} "
         "that is listed as a stored version on the existing CRD"
-        for v in versions
+        for v in change.listed
     )
 
 
@@ -308,24 +302,18 @@ def _required(a: Mapping[str, Any], b: Mapping[str, Any], _rule: str) -> str | N
     return f"new required fields: [{' '.join(map(str, added))}]" if added else None
 
 
-def _maximum(a: Mapping[str, Any], b: Mapping[str, Any], rule: str) -> str | None:
+def _bound(a: Mapping[str, Any], b: Mapping[str, Any], rule: str) -> str | None:
+    """A bound added, or tightened: a max* lowered, a min* raised."""
     before, after = a.get(rule), b.get(rule)
     if after is None:
         return None
     if before is None:
         return f"{rule} constraint added when there was none previously : {_number(after)}"
-    if _as_number(after) < _as_number(before):
+    lowered = _as_number(after) < _as_number(before)
+    raised = _as_number(after) > _as_number(before)
+    if lowered and rule in _BOUNDS_MAX:
         return f"{rule} decreased : {_number(before)} -> {_number(after)}"
-    return None
-
-
-def _minimum(a: Mapping[str, Any], b: Mapping[str, Any], rule: str) -> str | None:
-    before, after = a.get(rule), b.get(rule)
-    if after is None:
-        return None
-    if before is None:
-        return f"{rule} constraint added when there was none previously : {_number(after)}"
-    if _as_number(after) > _as_number(before):
+    if raised and rule in _BOUNDS_MIN:
         return f"{rule} increased : {_number(before)} -> {_number(after)}"
     return None
 
@@ -371,8 +359,7 @@ def _one_of(a: Mapping[str, Any], b: Mapping[str, Any], _rule: str) -> str | Non
 _COMPARATORS = (
     ("default", _default),
     ("enum", _enum),
-    *((rule, _maximum) for rule in _BOUNDS_MAX),
-    *((rule, _minimum) for rule in _BOUNDS_MIN),
+    *((rule, _bound) for rule in (*_BOUNDS_MAX, *_BOUNDS_MIN)),
     ("oneOf", _one_of),
     ("required", _required),
     ("type", _type),

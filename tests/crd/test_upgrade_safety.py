@@ -294,16 +294,24 @@ def test_v1beta1_crds_get_the_olm_v0_rule_only() -> None:
     assert change.rule == "storedVersionRemoval"
 
 
-def test_messy_crds_never_crash() -> None:
-    for old, new in [
-        ({}, {}),
-        ({"apiVersion": "apiextensions.k8s.io/v1", "spec": {"versions": "x"}}, {"spec": None}),
-        (
-            base_crd(),
-            {"apiVersion": "apiextensions.k8s.io/v1", "spec": {"versions": [{"name": 1}]}},
-        ),
-    ]:
-        compare_crds(old, new)
+def test_messy_crds_give_what_can_be_told_and_never_crash() -> None:
+    """Malformed CRDs (others' catalogs): no crash, and only what the data says."""
+    v1 = "apiextensions.k8s.io/v1"
+    assert compare_crds({}, {}) == []
+    assert compare_crds({"apiVersion": v1, "spec": {"versions": "x"}}, {"spec": None}) == []
+    # a version named by a number is no name: the stored v1alpha1 is gone, and the
+    # missing scope is a changed one
+    broken = {"apiVersion": v1, "metadata": {"name": 7}, "spec": {"versions": [{"name": 1}]}}
+    changes = compare_crds(base_crd(), broken)
+    assert [(c.crd, c.rule, c.message) for c in changes] == [
+        ("widgets.example.com", "scope", 'scope changed : "Namespaced" -> ""'),
+        ("widgets.example.com", "storedVersionRemoval", "stored versions removed : [v1alpha1]"),
+    ]
+    # a schema that is not a mapping compares as an empty one: every field is removed
+    no_schema = base_crd()
+    no_schema["spec"]["versions"][0]["schema"] = {"openAPIV3Schema": "x"}
+    removed = {c.message for c in compare_crds(base_crd(), no_schema)}
+    assert "removed field : v1alpha1.^.spec.size" in removed
 
 
 # --- every case through bundle validate --previous: file, line, version and path --------------

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from olmtool.bundle.model import Bundle, Object
 from olmtool.crd import (
+    RULE_CHECKS,
     STORED_VERSIONS,
     CrdChange,
     compare_crds,
@@ -25,18 +26,7 @@ from olmtool.crd import (
 )
 from olmtool.findings import Finding
 
-CHECK_IDS = (
-    STORED_VERSIONS,
-    "crd-upgrade/scope",
-    "crd-upgrade/field-removed",
-    "crd-upgrade/required",
-    "crd-upgrade/enum",
-    "crd-upgrade/bounds",
-    "crd-upgrade/default",
-    "crd-upgrade/type",
-    "crd-upgrade/one-of",
-    "crd-upgrade/unhandled",
-)
+CHECK_IDS = tuple(dict.fromkeys(RULE_CHECKS.values()))
 
 
 def check_crd_upgrade(bundle: Bundle, previous: Bundle, *, olm_v1: bool) -> list[Finding]:
@@ -57,7 +47,7 @@ def check_crd_upgrade(bundle: Bundle, previous: Bundle, *, olm_v1: bool) -> list
             if change.check != STORED_VERSIONS:
                 found.append(_finding(crd, change, name, olm_v1=olm_v1))
                 continue
-            removed = change.message.partition("[")[2].rstrip("]").split()
+            removed = change.listed
             for versions, sure in (
                 ([v for v in removed if v in certain], True),
                 ([v for v in removed if v not in certain], False),
@@ -74,7 +64,7 @@ def _stored_finding(crd: Object, change: CrdChange, previous: str, *, sure: bool
     if sure:
         message = f"upgrade from {previous}: OLM v0 and v1 refuse it: {olm_v0_message(change)}"
         return crd.finding(STORED_VERSIONS, "error", message, "spec.versions")
-    versions = change.message.partition("[")[2].rstrip("]")
+    versions = " ".join(change.listed)
     message = (
         f"upgrade from {previous}: {previous} lists {versions} without storing it; clusters "
         f"that came from an older release that stored it refuse the upgrade "
